@@ -1,0 +1,34 @@
+"""gradaudit: verify PyTorch gradients against expectations written first.
+
+>>> import gradaudit as ga
+>>> records = ga.run([ga.Check(name="square", function="x*x", inputs={"x": 3.0},
+...                            expected={"x": 6}, derivation="2x at x=3")])
+>>> sorted({r.verdict for r in records})
+['pass']
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .errors import GradauditError, GradientMismatch, SpecError  # noqa: E402
+from .ledger import read_ledger, read_results  # noqa: E402
+from .record import Record  # noqa: E402
+from .run import plan, run  # noqa: E402
+from .spec import Check, ExpectedError, InputSpec, Tolerance  # noqa: E402
+
+__all__ = [
+    "Check",
+    "ExpectedError",
+    "GradauditError",
+    "GradientMismatch",
+    "InputSpec",
+    "Record",
+    "SpecError",
+    "Tolerance",
+    "__version__",
+    "plan",
+    "read_ledger",
+    "read_results",
+    "run",
+]

@@ -1,0 +1,49 @@
+"""The exception family of gradaudit and the exit codes they map to."""
+
+from __future__ import annotations
+
+from typing import Any
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_USAGE = 2
+
+
+class GradauditError(Exception):
+    """Base class for errors the user can fix; the CLI prints them and exits 2."""
+
+    exit_code = EXIT_USAGE
+
+
+class SpecError(GradauditError):
+    """A check, ledger or expression is malformed: what was expected, what was seen, the fix."""
+
+    def __init__(self, message: str, *, where: str | None = None, field: str | None = None):
+        self.where = where
+        self.field = field
+        self.bare_message = message
+        super().__init__(self._compose())
+
+    def _compose(self) -> str:
+        prefix = ""
+        if self.where and self.field:
+            prefix = f"{self.where}, field '{self.field}': "
+        elif self.where:
+            prefix = f"{self.where}: "
+        elif self.field:
+            prefix = f"field '{self.field}': "
+        return prefix + self.bare_message
+
+    def located(self, where: str) -> SpecError:
+        """Return a copy of this error that names *where* (a file and record) first."""
+        inner = f"{where}, {self.where}" if self.where else where
+        return SpecError(self.bare_message, where=inner, field=self.field)
+
+
+class GradientMismatch(AssertionError):
+    """Raised by assert-style helpers; carries the records and the readable report."""
+
+    def __init__(self, report: str, records: Any = None):
+        self.report = report
+        self.records = records
+        super().__init__(report)

@@ -1,0 +1,248 @@
+"""Ledger files (JSON or TOML) of expectations, and result files written atomically.
+
+A ledger is data: it is parsed, never evaluated. The seed's record shape works as it is:
+
+>>> checks = parse_ledger({"function": "x*x", "x": 3, "analytical_gradient": 6}, where="demo")
+>>> checks[0].name, checks[0].inputs["x"].dtype
+('x*x', 'float64')
+
+A file holds one record, a list of records, or a table with ``checks = [...]``.
+Keys other than the known ones below are inputs: ``"x": 3`` or
+``"x": {"value": [1, 2], "dtype": "float32", "requires_grad": false}``. Numbers
+written without a decimal point become float64: evidence is float64 by default.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from . import expr as _expr
+from .errors import GradauditError, SpecError
+from .record import Record, dumps
+from .spec import Check, ExpectedError, InputSpec, Tolerance
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+RECORD_KEYS = (
+    "name", "function", "inputs", "analytical_gradient", "derivation", "tolerance", "methods",
+    "protocol", "expect_error", "expect", "expect_why", "source", "dtype", "device",
+    "observed_gradient", "executed",
+)
+FILE_KEYS = ("checks", "suite", "source", "title", "description", "dtype", "device")
+INPUT_KEYS = ("value", "dtype", "device", "requires_grad")
+
+
+def read_ledger(path: str | Path) -> list[Check]:
+    """Load the checks of a JSON or TOML ledger file; SpecError names the file and field."""
+    p = Path(path)
+    if not p.exists():
+        raise SpecError(f"no such ledger file. Give the path of a .json or .toml ledger, or the "
+                        f"name of a built-in suite.", where=str(path))
+    if p.is_dir():
+        raise SpecError("this is a directory; give a .json or .toml ledger file.", where=str(path))
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"cannot be read: {exc}.", where=str(path)) from None
+    return parse_ledger(parse_text(text, p.suffix.lower(), where=str(path)), where=str(path),
+                        suite=p.stem)
+
+
+def parse_text(text: str, suffix: str, *, where: str) -> Any:
+    """Parse JSON or TOML text; errors say line and column."""
+    if suffix == ".toml":
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise SpecError(f"is not valid TOML: {exc}. Fix the syntax at that place.", where=where) from None
+    if suffix not in (".json", ""):
+        raise SpecError(f"has the extension '{suffix}'; ledgers are .json or .toml files.", where=where)
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}. "
+                        "Fix the syntax at that place.", where=where) from None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise json.JSONDecodeError(f"{name} is not JSON; write a number", name, 0)
+
+
+def parse_ledger(data: Any, *, where: str, suite: str = "") -> list[Check]:
+    """Turn parsed ledger data into checks."""
+    defaults: dict[str, Any] = {}
+    if isinstance(data, Mapping) and "checks" in data:
+        unknown = sorted(set(data) - set(FILE_KEYS))
+        if unknown:
+            raise SpecError(f"unknown top-level key(s) {', '.join(unknown)}; a ledger with 'checks' "
+                            f"may also hold {', '.join(k for k in FILE_KEYS if k != 'checks')}.", where=where)
+        suite = data.get("suite", suite)
+        defaults = {k: data[k] for k in ("source", "dtype", "device") if k in data}
+        data = data["checks"]
+    records = [data] if isinstance(data, Mapping) else data
+    if not isinstance(records, list):
+        raise SpecError(f"a ledger holds a record, a list of records or {{\"checks\": [...]}}; got "
+                        f"{type(data).__name__}.", where=where)
+    if not records:
+        raise SpecError("the ledger is empty: it holds no checks. Add a record such as "
+                        '{"function": "x*x", "x": 3.0, "analytical_gradient": 6}.', where=where)
+    checks: list[Check] = []
+    seen: dict[str, int] = {}
+    for i, rec in enumerate(records, 1):
+        at = f"{where} record {i}"
+        try:
+            check = _check_from_record(rec, defaults, suite=suite, where=where, index=i)
+        except SpecError as exc:
+            raise exc.located(at) from None
+        if check.name in seen:
+            raise SpecError(f"the check name '{check.name}' is used by records {seen[check.name]} and "
+                            f"{i}; give each record a distinct 'name'.", where=where)
+        seen[check.name] = i
+        checks.append(check)
+    return checks
+
+
+def _check_from_record(rec: Any, defaults: Mapping[str, Any], *, suite: str, where: str,
+                       index: int) -> Check:
+    if not isinstance(rec, Mapping):
+        raise SpecError(f"a record must be an object with 'function', the inputs and "
+                        f"'analytical_gradient'; got {type(rec).__name__}.")
+    if "function" not in rec:
+        raise SpecError("the record has no 'function', e.g. \"function\": \"x*x\".", field="function")
+    if rec.get("observed_gradient") is not None or rec.get("executed"):
+        raise SpecError("this record already holds an observed gradient: it is a result, not an "
+                        "expectation. A ledger records expectations only (observed_gradient null).",
+                        field="observed_gradient")
+    dtype = rec.get("dtype", defaults.get("dtype", "float64"))
+    device = rec.get("device", defaults.get("device", "cpu"))
+    raw_inputs = dict(rec.get("inputs") or {})
+    if "inputs" in rec and not isinstance(rec["inputs"], Mapping):
+        raise SpecError("'inputs' must be an object of name: value.", field="inputs")
+    for key, value in rec.items():
+        if key not in RECORD_KEYS:
+            if key in raw_inputs:
+                raise SpecError(f"the input '{key}' is given twice (top level and in 'inputs').", field=key)
+            raw_inputs[key] = value
+    inputs = {n: _input(n, v, dtype, device) for n, v in raw_inputs.items()}
+    if not inputs:
+        raise SpecError("the record has no inputs; add one such as \"x\": 3.0.", field="inputs")
+    function = rec["function"]
+    if not isinstance(function, str):
+        raise SpecError("'function' must be an expression string such as \"sum(x*x)\".", field="function")
+    _expr.parse(function, allowed_names=tuple(inputs))  # unknown names fail before anything else
+    kwargs: dict[str, Any] = {}
+    for key in ("derivation", "expect", "expect_why"):
+        if key in rec:
+            kwargs[key] = _string(rec[key], key)
+    for key in ("methods", "protocol"):
+        if key in rec:
+            if not isinstance(rec[key], list):
+                raise SpecError(f"'{key}' must be a list of strings.", field=key)
+            kwargs[key] = tuple(rec[key])
+    if "tolerance" in rec:
+        kwargs["tolerance"] = _tolerance(rec["tolerance"])
+    if "expect_error" in rec:
+        kwargs["expect_error"] = _expected_error(rec["expect_error"])
+    name = _string(rec.get("name", function), "name")
+    source = _string(rec.get("source", defaults.get("source", f"{Path(where).name} record {index}")), "source")
+    if "analytical_gradient" not in rec and "expect_error" not in rec:
+        raise SpecError("the record has no 'analytical_gradient': write the expected derivative "
+                        "first, e.g. \"analytical_gradient\": 6 for x*x at x=3.", field="analytical_gradient")
+    return Check(name=name, function=function, inputs=inputs, expected=rec.get("analytical_gradient", {}),
+                 source=source, suite=suite, **kwargs)
+
+
+def _string(value: Any, key: str) -> str:
+    if not isinstance(value, str):
+        raise SpecError(f"'{key}' must be a string; got {value!r}.", field=key)
+    return value
+
+
+def _input(name: str, value: Any, dtype: str, device: str) -> InputSpec:
+    if isinstance(value, Mapping):
+        unknown = sorted(set(value) - set(INPUT_KEYS))
+        if unknown or "value" not in value:
+            raise SpecError(f"an input written as an object takes {', '.join(INPUT_KEYS)} (value "
+                            f"required); got {', '.join(sorted(value))}.", field=name)
+        return InputSpec(name=name, value=value["value"], dtype=_string(value.get("dtype", dtype), f"{name}.dtype"),
+                         device=_string(value.get("device", device), f"{name}.device"),
+                         requires_grad=value.get("requires_grad", True))
+    return InputSpec(name=name, value=value, dtype=dtype, device=device)
+
+
+def _tolerance(value: Any) -> Tolerance:
+    if not isinstance(value, Mapping) or not {"atol", "rtol"} <= set(value) or set(value) - {"atol", "rtol", "why"}:
+        raise SpecError("'tolerance' takes both atol and rtol, and a why when they differ from the "
+                        "default, e.g. {\"atol\": 1e-6, \"rtol\": 1e-5, \"why\": \"...\"}.", field="tolerance")
+    return Tolerance(atol=value["atol"], rtol=value["rtol"], why=value.get("why"))
+
+
+def _expected_error(value: Any) -> ExpectedError:
+    if not isinstance(value, Mapping) or "type" not in value or set(value) - {"type", "match", "explanation"}:
+        raise SpecError("'expect_error' takes type, match (a regular expression) and explanation, "
+                        "e.g. {\"type\": \"RuntimeError\", \"match\": \"second time\"}.", field="expect_error")
+    return ExpectedError(type=value["type"], match=value.get("match", ""),
+                         explanation=value.get("explanation", ""))
+
+
+# -- results -------------------------------------------------------------------------
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write *text* to *path* so that a reader sees the old file or the new one, never half."""
+    p = Path(path)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    except OSError as exc:
+        raise GradauditError(f"{path}: cannot write results here: {exc}. Choose a writable path.") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def results_text(records: Iterable[Record], header: Mapping[str, Any]) -> str:
+    """JSON Lines: a header line (kind "run": environment, summary), then one record a line."""
+    lines = [dumps({"schema_version": 1, "kind": "run", **header})]
+    lines += [dumps(r.to_dict()) for r in records]
+    return "\n".join(lines) + "\n"
+
+
+def read_results(path: str | Path) -> tuple[dict[str, Any], list[Record]]:
+    """Read a results file written by ``gradaudit run --json``; returns (header, records)."""
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise SpecError(f"cannot read results: {exc}.", where=str(path)) from None
+    header: dict[str, Any] = {}
+    records = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line, parse_constant=_refuse_constant)
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"line {n} is not valid JSON: {exc.msg}.", where=str(path)) from None
+        if obj.get("kind") == "run":
+            header = obj
+        elif obj.get("kind") == "record":
+            records.append(Record.from_dict(obj))
+        else:
+            raise SpecError(f"line {n} is neither a run header nor a record (kind {obj.get('kind')!r}).",
+                            where=str(path))
+    return header, records

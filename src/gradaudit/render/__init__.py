@@ -1,0 +1,1 @@
+"""Renderers: each reads records and writes one view of them."""

@@ -1,0 +1,176 @@
+"""Orchestration: Check -> Records. Never raises on a mismatch; every piece of
+evidence, passing or failing, becomes a record.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from . import expr as _expr
+from .channels import CHANNELS, STORED_OR_RETURNED, Evidence
+from .compare import compare, default_tolerance
+from .record import Record
+from .spec import Check
+
+Progress = Callable[[Check], None]
+
+
+def _written(value: Any) -> Any:
+    if isinstance(value, _expr.Expr):
+        return value.text
+    if callable(value):
+        return f"callable {getattr(value, '__qualname__', repr(value))}"
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return value
+
+
+def tolerance_for(check: Check, name: str | None, method: str) -> dict[str, Any]:
+    """The tolerance that governs one comparison, with its basis and whether it is default."""
+    dtype = check.inputs[name].dtype if name else "float64"
+    atol, rtol, basis = default_tolerance(method, dtype)
+    if check.tolerance is None:
+        return {"atol": atol, "rtol": rtol, "why": None, "default": True, "basis": basis}
+    t = check.tolerance
+    same = (t.atol, t.rtol) == (atol, rtol)
+    return {"atol": t.atol, "rtol": t.rtol, "why": t.why, "default": same,
+            "basis": basis if same else "set by the check (see why)"}
+
+
+def expectation(check: Check, name: str | None, method: str) -> dict[str, Any]:
+    """The expectation fields of one record; identical in plan and run."""
+    inputs = {n: {"value": s.written(), "shape": list(s.shape), "dtype": s.dtype,
+                  "device": s.device, "requires_grad": s.requires_grad}
+              for n, s in check.inputs.items()}
+    protocol: list[str] | None = None
+    if method == "backward":
+        protocol = list(check.protocol)
+    elif method == "autograd.grad":
+        protocol = ["forward", "autograd.grad"]
+    err = check.expect_error
+    return {
+        "suite": check.suite, "check": check.name, "function": check.source_text(),
+        "inputs": inputs, "input": name,
+        "analytical_gradient": _written(check.expected[name]) if name else None,
+        "expected_value": check.expected_tensor(name).tolist() if name else None,
+        "derivation": check.derivation, "method": method,
+        "stored_or_returned": STORED_OR_RETURNED[method], "protocol": protocol,
+        "tolerance": tolerance_for(check, name, method) if name else None,
+        "expect": check.expect if check.expect == "pass" else {"outcome": "fail", "why": check.expect_why},
+        "expect_error": None if err is None else {"type": err.type, "match": err.match,
+                                                  "explanation": err.explanation},
+        "source": check.source,
+    }
+
+
+def _names(check: Check) -> list[str | None]:
+    return [None] if check.expect_error else list(check.grad_inputs)
+
+
+def plan(checks: Iterable[Check], *, environment_id: str | None = None) -> list[Record]:
+    """Records of what will be checked, without calling any function."""
+    obs = {"observed_gradient": None, "executed": False, "verdict": None, "outcome": None,
+           "environment": environment_id}
+    return [Record(expectation(c, n, m), dict(obs)) for c in checks for m in c.methods for n in _names(c)]
+
+
+def run(checks: Iterable[Check], *, environment_id: str | None = None,
+        progress: Progress | None = None) -> list[Record]:
+    """Execute every check through each of its methods; return all records."""
+    records: list[Record] = []
+    for check in checks:
+        for method in check.methods:
+            records.extend(_run_method(check, method, environment_id))
+        if progress is not None:
+            progress(check)
+    return records
+
+
+def _error_info(exc: BaseException) -> dict[str, Any]:
+    return {"type": type(exc).__name__, "message": str(exc),
+            "traceback": "".join(traceback.format_exception(exc)).rstrip()}
+
+
+def _outcome(verdict: str, check: Check) -> str:
+    if verdict == "error":
+        return "errors"
+    if verdict == "inconclusive":
+        return "inconclusive"
+    if check.expect == "fail":
+        return "expected failures" if verdict == "fail" else "unexpected passes"
+    return "passed" if verdict == "pass" else "failed"
+
+
+def _run_method(check: Check, method: str, environment_id: str | None) -> list[Record]:
+    start = time.perf_counter()
+    evidence: Evidence | None = None
+    raised: BaseException | None = None
+    try:
+        evidence = CHANNELS[method](check)
+    except Exception as exc:  # kept whole in the record, never re-raised
+        raised = exc
+    elapsed = time.perf_counter() - start
+    base = {"executed": True, "environment": environment_id, "elapsed_s": round(elapsed, 6)}
+    if check.expect_error is not None:
+        return [Record(expectation(check, None, method), {**base, **_judge_error(check, raised)})]
+    out = []
+    for name in check.grad_inputs:
+        if raised is not None:
+            obs = {"observed_gradient": None, "verdict": "error", "error": _error_info(raised)}
+        else:
+            assert evidence is not None
+            obs = _judge(check, name, method, evidence)
+        obs["outcome"] = _outcome(obs["verdict"], check)
+        out.append(Record(expectation(check, name, method), {**base, **obs}))
+    return out
+
+
+def _judge_error(check: Check, raised: BaseException | None) -> dict[str, Any]:
+    err = check.expect_error
+    assert err is not None
+    if raised is None:
+        verdict, note = "fail", f"expected {err.type} matching {err.match!r}, but nothing was raised"
+    elif err.matches(raised):
+        verdict, note = "pass", f"raised {type(raised).__name__} as expected: {err.explanation}".rstrip(": ")
+    else:
+        verdict, note = "fail", (f"expected {err.type} matching {err.match!r}, but "
+                                 f"{type(raised).__name__} was raised")
+    obs: dict[str, Any] = {"observed_gradient": None, "verdict": verdict, "note": note,
+                           "observed_error": None if raised is None else _error_info(raised)}
+    obs["outcome"] = _outcome(verdict, check)
+    return obs
+
+
+def _judge(check: Check, name: str, method: str, evidence: Evidence) -> dict[str, Any]:
+    import torch
+
+    grad = evidence.grads.get(name)
+    expected = check.expected_tensor(name)
+    tol = tolerance_for(check, name, method)
+    info = dict(evidence.info)
+    if method == "finite_difference":
+        info = {"evidence": info["per_input"][name], "fallback": info["fallback"]}
+        if info["fallback"] and tol["default"]:
+            tol = {**tol, **dict(zip(("atol", "rtol", "basis"),
+                                     default_tolerance(method, "float64", check.inputs[name].dtype)))}
+            info["tolerance_used"] = tol
+    obs: dict[str, Any] = {**info}
+    if grad is None:
+        zero = bool((expected == 0).all())
+        obs.update(observed_gradient=None, shape=None, dtype=None, device=None,
+                   verdict="pass" if zero else "fail",
+                   note="no gradient (None): the output does not depend on this input"
+                        + ("; the expectation is zero" if zero else ", but the expectation is not zero"))
+        return obs
+    disc = compare(grad, expected, atol=tol["atol"], rtol=tol["rtol"])
+    obs.update(
+        observed_gradient=grad.to(torch.float64).tolist() if grad.dtype == torch.bfloat16 else grad.tolist(),
+        shape=list(grad.shape), dtype=str(grad.dtype).removeprefix("torch."), device=str(grad.device),
+        discrepancy=disc, verdict="pass" if disc["mismatched"] == 0 else "fail",
+    )
+    if method == "finite_difference":
+        obs["dtype"] = obs["evidence"]["dtype"]
+    return obs

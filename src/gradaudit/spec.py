@@ -1,0 +1,360 @@
+"""Checks as data: a function, named inputs, an expectation written first, a tolerance.
+
+>>> c = Check(name="square", function="x*x", inputs={"x": 3.0}, expected={"x": 6},
+...           derivation="d/dx x^2 = 2x = 6 at x=3")
+>>> c.inputs["x"].dtype
+'float64'
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from . import expr as _expr
+from .errors import SpecError
+from .tolerances import default_tolerance
+
+METHODS = ("backward", "autograd.grad", "finite_difference")
+DEFAULT_METHODS = METHODS
+PROTOCOL_STEPS = ("forward", "backward", "backward_retain", "reset_none", "reset_zero")
+DEFAULT_PROTOCOL = ("forward", "backward")
+FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
+DTYPES = FLOAT_DTYPES + ("int64", "int32", "int16", "int8", "uint8", "bool")
+Expect = Literal["pass", "fail"]
+
+#: record fields an input may not be named after (the record puts inputs at top level)
+RESERVED_NAMES = frozenset({
+    "schema_version", "kind", "suite", "check", "function", "inputs", "input",
+    "analytical_gradient", "expected_value", "derivation", "observed_gradient", "executed",
+    "method", "stored_or_returned", "protocol", "step", "shape", "dtype", "device",
+    "tolerance", "discrepancy", "verdict", "outcome", "error", "source", "environment",
+    "expectation_sha256", "expect", "expect_error", "name", "methods", "why", "evidence",
+    "observed_error", "note", "input_meta", "expected_outcome", "elapsed_s",
+})
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """An explicit tolerance: both atol and rtol, and why it differs from the default."""
+
+    atol: float
+    rtol: float
+    why: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("atol", "rtol"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise SpecError(f"{name} must be a finite number >= 0; got {value!r}.", field="tolerance")
+        if self.why is not None and (not isinstance(self.why, str) or not self.why.strip()):
+            raise SpecError("'why' must be a sentence saying why this tolerance is right.", field="tolerance.why")
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One named input: its value (as written), dtype, device and whether it needs a gradient."""
+
+    name: str
+    value: Any
+    dtype: str = "float64"
+    device: str = "cpu"
+    requires_grad: bool = True
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.tensor(requires_grad=False).shape)
+
+    def tensor(self, *, requires_grad: bool | None = None, dtype: str | None = None) -> Any:
+        """A fresh leaf tensor for this input (never shared between evidence channels)."""
+        import torch
+
+        dt = getattr(torch, dtype or self.dtype)
+        if isinstance(self.value, torch.Tensor):
+            t = self.value.detach().clone().to(dtype=dt, device=self.device)
+        else:
+            t = torch.tensor(self.value, dtype=dt, device=self.device)
+        rg = self.requires_grad if requires_grad is None else requires_grad
+        return t.requires_grad_(rg) if rg else t
+
+    def written(self) -> Any:
+        """The value as plain JSON-ready data."""
+        import torch
+
+        if isinstance(self.value, torch.Tensor):
+            return self.value.detach().cpu().tolist()
+        return self.value
+
+
+@dataclass(frozen=True)
+class ExpectedError:
+    """A declared expected outcome: the check passes only when this error occurs."""
+
+    type: str
+    match: str
+    explanation: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.type, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.type):
+            raise SpecError(f"expect_error.type must be an exception class name such as "
+                            f"'RuntimeError'; got {self.type!r}.", field="expect_error.type")
+        try:
+            re.compile(self.match)
+        except (re.error, TypeError) as exc:
+            raise SpecError(f"expect_error.match must be a regular expression; {exc}.",
+                            field="expect_error.match") from None
+
+    def matches(self, exc: BaseException) -> bool:
+        names = {cls.__name__ for cls in type(exc).__mro__}
+        return self.type in names and re.search(self.match, str(exc)) is not None
+
+
+@dataclass(frozen=True)
+class Check:
+    """A gradient check: the expectation is data, written before anything runs."""
+
+    name: str
+    function: Callable[..., Any] | str
+    inputs: Mapping[str, Any]
+    expected: Mapping[str, Any] = field(default_factory=dict)
+    derivation: str = ""
+    tolerance: Tolerance | None = None
+    methods: Sequence[str] = DEFAULT_METHODS
+    protocol: Sequence[str] = DEFAULT_PROTOCOL
+    expect_error: ExpectedError | None = None
+    expect: Expect = "pass"
+    expect_why: str | None = None
+    source: str = ""
+    suite: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise SpecError("every check needs a non-empty 'name'.", field="name")
+        set_ = object.__setattr__
+        set_(self, "inputs", _normalise_inputs(self.inputs))
+        set_(self, "methods", _normalise_methods(self.methods))
+        set_(self, "protocol", _normalise_protocol(self.protocol, self.methods))
+        if isinstance(self.function, str):
+            set_(self, "function", _expr.parse(self.function, allowed_names=tuple(self.inputs)))
+            unused = [n for n in self.inputs if n not in self.function.names]  # type: ignore[union-attr]
+            if unused:
+                raise SpecError(
+                    f"the input(s) {', '.join(unused)} are not used by the function "
+                    f"{self.function.text!r}. Remove them, or correct the expression.",  # type: ignore[union-attr]
+                    field="function")
+        elif not callable(self.function):
+            raise SpecError(f"'function' must be an expression string or a callable; got "
+                            f"{type(self.function).__name__}.", field="function")
+        if self.expect not in ("pass", "fail"):
+            raise SpecError(f"'expect' must be 'pass' or 'fail'; got {self.expect!r}.", field="expect")
+        if self.expect == "fail" and not (self.expect_why and self.expect_why.strip()):
+            raise SpecError("a check expected to fail needs 'expect_why': why it fails and why "
+                            "that is kept visible rather than fixed.", field="expect_why")
+        if self.expect_error is None:
+            set_(self, "expected", _normalise_expected(self.expected, self.inputs))
+        elif self.expected:
+            raise SpecError("a check that expects an error has no gradient expectation; remove "
+                            "'analytical_gradient' or 'expect_error'.", field="analytical_gradient")
+        if self.tolerance is not None:
+            _require_why(self.tolerance, self.methods, [self.inputs[n].dtype for n in self.grad_inputs])
+
+    # -- derived views -------------------------------------------------------------
+    @property
+    def grad_inputs(self) -> list[str]:
+        return [n for n, s in self.inputs.items() if s.requires_grad]
+
+    def source_text(self) -> str:
+        """The function's source: the expression, or the Python source when available."""
+        fn = self.function
+        if isinstance(fn, _expr.Expr):
+            return fn.text
+        try:
+            return inspect.getsource(fn).strip()
+        except (OSError, TypeError):
+            return getattr(fn, "__qualname__", repr(fn))
+
+    def call(self, tensors: Mapping[str, Any]) -> Any:
+        fn = self.function
+        if isinstance(fn, _expr.Expr):
+            return fn(tensors)
+        return fn(**tensors)
+
+    def expected_tensor(self, name: str) -> Any:
+        """The expectation for input *name* as a float64 tensor of the input's shape."""
+        return _expected_as_tensor(self.expected[name], self.inputs, name)
+
+
+def _require_why(tol: Tolerance, methods: Sequence[str], dtypes: Sequence[str]) -> None:
+    if not isinstance(tol, Tolerance):
+        raise SpecError("'tolerance' must be a Tolerance(atol, rtol, why).", field="tolerance")
+    if tol.why:
+        return
+    defaults = sorted({default_tolerance(m, d)[:2] for m in methods for d in dtypes or ["float64"]})
+    if any((tol.atol, tol.rtol) != d for d in defaults):
+        shown = "; ".join(f"atol={a:g}, rtol={r:g}" for a, r in defaults)
+        raise SpecError(
+            f"the tolerance atol={tol.atol:g}, rtol={tol.rtol:g} differs from the default ({shown}) "
+            "and has no 'why'. Tolerances are never changed silently: add why = \"...\" saying "
+            "what makes this tolerance right (precision, step, a known approximation), or remove "
+            "the tolerance to use the default.", field="tolerance.why")
+
+
+def _normalise_inputs(inputs: Mapping[str, Any]) -> dict[str, InputSpec]:
+    if not isinstance(inputs, Mapping) or not inputs:
+        raise SpecError("a check needs at least one input, e.g. {\"x\": 3.0}.", field="inputs")
+    out: dict[str, InputSpec] = {}
+    for name, value in inputs.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise SpecError(f"input names must be identifiers such as 'x' or 'w1'; got {name!r}.",
+                            field="inputs")
+        if name in RESERVED_NAMES or name in _expr.FUNCTIONS or name in _expr.CONSTANTS:
+            raise SpecError(f"'{name}' cannot name an input: it is a record field or a function "
+                            "name. Rename the input.", field=name)
+        spec = value if isinstance(value, InputSpec) else InputSpec(name=name, value=value, **_dtype_of(value))
+        out[name] = _validated_input(spec)
+    return out
+
+
+def _dtype_of(value: Any) -> dict[str, Any]:
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return {}
+    if isinstance(value, torch.Tensor):
+        return {"dtype": str(value.dtype).removeprefix("torch."), "device": str(value.device),
+                "requires_grad": True}
+    return {}
+
+
+def _validated_input(spec: InputSpec) -> InputSpec:
+    import torch
+
+    if spec.dtype not in DTYPES:
+        raise SpecError(f"dtype {spec.dtype!r} is not supported; use one of {', '.join(DTYPES)}.",
+                        field=f"{spec.name}.dtype")
+    if spec.requires_grad and spec.dtype not in FLOAT_DTYPES:
+        raise SpecError(
+            f"the input '{spec.name}' has dtype {spec.dtype} and requires a gradient, but gradients "
+            "exist only for floating-point tensors. Write the value with a decimal point "
+            f"(e.g. 3.0) or set dtype=float64.", field=spec.name)
+    _check_value(spec.value, spec.name)
+    try:
+        spec.tensor(requires_grad=False)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise SpecError(f"the value of '{spec.name}' cannot become a {spec.dtype} tensor on "
+                        f"{spec.device}: {exc}. Give a number or a rectangular nested list.",
+                        field=spec.name) from None
+    if not isinstance(spec.requires_grad, bool):
+        raise SpecError("requires_grad must be true or false.", field=f"{spec.name}.requires_grad")
+    del torch
+    return spec
+
+
+def _check_value(value: Any, name: str) -> None:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return
+    if isinstance(value, bool) or value is None or isinstance(value, (str, dict)):
+        raise SpecError(f"the value of '{name}' must be a number or a nested list of numbers; "
+                        f"got {value!r}.", field=name)
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            _check_value(v, name)
+    elif not isinstance(value, (int, float)):
+        raise SpecError(f"the value of '{name}' must be a number or a nested list of numbers; "
+                        f"got {type(value).__name__}.", field=name)
+
+
+def _normalise_methods(methods: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(methods, str) or not methods:
+        raise SpecError(f"'methods' must be a non-empty list drawn from {', '.join(METHODS)}; "
+                        f"got {methods!r}.", field="methods")
+    for m in methods:
+        if m not in METHODS:
+            raise SpecError(f"unknown method {m!r}.{_expr._suggest(str(m), METHODS)} Methods: "
+                            f"{', '.join(METHODS)}.", field="methods")
+    return tuple(dict.fromkeys(methods))
+
+
+def _normalise_protocol(protocol: Sequence[str], methods: tuple[str, ...]) -> tuple[str, ...]:
+    if isinstance(protocol, str) or not protocol:
+        raise SpecError(f"'protocol' must be a non-empty list of steps drawn from "
+                        f"{', '.join(PROTOCOL_STEPS)}.", field="protocol")
+    for step in protocol:
+        if step not in PROTOCOL_STEPS:
+            raise SpecError(f"unknown protocol step {step!r}.{_expr._suggest(str(step), PROTOCOL_STEPS)} "
+                            f"Steps: {', '.join(PROTOCOL_STEPS)}.", field="protocol")
+    protocol = tuple(protocol)
+    if protocol[0] != "forward":
+        raise SpecError("a protocol starts with 'forward' (the evidence channel starts from fresh "
+                        "leaves whose .grad is None).", field="protocol")
+    if protocol != DEFAULT_PROTOCOL and methods != ("backward",):
+        raise SpecError("a custom protocol describes what happens to .grad, so it applies to the "
+                        "'backward' method only; set methods = [\"backward\"].", field="protocol")
+    return protocol
+
+
+def _normalise_expected(expected: Any, inputs: Mapping[str, InputSpec]) -> dict[str, Any]:
+    grad_names = [n for n, s in inputs.items() if s.requires_grad]
+    if not isinstance(expected, Mapping):
+        if len(grad_names) != 1:
+            raise SpecError(f"with several inputs ({', '.join(grad_names)}) the analytical "
+                            "gradient must be an object keyed by input name, e.g. "
+                            "{\"w\": -12, \"b\": -6}.", field="analytical_gradient")
+        expected = {grad_names[0]: expected}
+    missing = [n for n in grad_names if n not in expected]
+    if missing:
+        raise SpecError(f"no analytical gradient for the input(s) {', '.join(missing)}: write the "
+                        "expected derivative of each input that requires a gradient first.",
+                        field="analytical_gradient")
+    out: dict[str, Any] = {}
+    for name, value in expected.items():
+        if name not in inputs:
+            raise SpecError(f"the analytical gradient names '{name}', which is not an input "
+                            f"(inputs: {', '.join(inputs)}).{_expr._suggest(name, tuple(inputs))}",
+                            field="analytical_gradient")
+        if not inputs[name].requires_grad:
+            raise SpecError(f"'{name}' has requires_grad=false, so it has no gradient to expect.",
+                            field=f"analytical_gradient.{name}")
+        if isinstance(value, str):
+            value = _expr.parse(value, allowed_names=tuple(inputs))
+        _expected_as_tensor(value, inputs, name)  # validates shape now, not at run time
+        out[name] = value
+    return out
+
+
+def _expected_as_tensor(value: Any, inputs: Mapping[str, InputSpec], name: str) -> Any:
+    import torch
+
+    shape = inputs[name].shape
+    where = f"analytical_gradient.{name}"
+    if isinstance(value, _expr.Expr) or callable(value):
+        env = {n: s.tensor(requires_grad=False, dtype="float64") for n, s in inputs.items()}
+        try:
+            result = value(env) if isinstance(value, _expr.Expr) else value(**env)
+        except SpecError:
+            raise
+        except Exception as exc:  # the expectation itself is broken: an input error
+            raise SpecError(f"the expected gradient formula raised {type(exc).__name__}: {exc}.",
+                            field=where) from None
+        tensor = torch.as_tensor(result, dtype=torch.float64).detach()
+    else:
+        if isinstance(value, bool) or value is None or isinstance(value, (str, dict)):
+            raise SpecError(f"the expected gradient must be a number, a nested list, a formula "
+                            f"string or a callable; got {value!r}.", field=where)
+        try:
+            tensor = torch.as_tensor(value, dtype=torch.float64).detach().clone().cpu()
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise SpecError(f"the expected gradient cannot become a tensor: {exc}.", field=where) from None
+    if tensor.dim() == 0 and shape != ():
+        return tensor.expand(shape).clone()
+    if tuple(tensor.shape) != shape:
+        raise SpecError(f"the expected gradient of '{name}' has shape {tuple(tensor.shape)}, but "
+                        f"'{name}' has shape {shape}; a gradient has the shape of its input. "
+                        "Give one value per element (or a single number for all).", field=where)
+    return tensor
