@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,21 +20,21 @@ class Evidence:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def finite_output(check: Check, out: Any, tensors: dict[str, Any]) -> Any:
+def finite_output(check: Check, out: Any, tensors: Mapping[str, Any]) -> Any:
     """Return the scalar output, or raise ValueError if it is not finite."""
     import torch
 
     value = scalar_output(out)
     if not bool(torch.isfinite(value.detach())):
         at = ", ".join(f"{n}={_short(t)}" for n, t in tensors.items())
-        raise ValueError(f"the function's output is {float(value)} at {at}: a gradient there is "
+        raise ValueError(f"the function's output is {float(value.detach())} at {at}: a gradient there is "
                          "meaningless. Choose inputs inside the function's domain (log and sqrt "
                          "need positive values, division a non-zero divisor).")
     return value
 
 
 def _short(t: Any) -> str:
-    return repr(t.item()) if t.numel() == 1 else f"<{tuple(t.shape)} tensor>"
+    return repr(t.detach().item()) if t.numel() == 1 else f"<{tuple(t.shape)} tensor>"
 
 
 def backward(check: Check) -> Evidence:
@@ -79,7 +80,7 @@ def finite_difference(check: Check) -> Evidence:
     evidence_dtype = "float64"
     tensors = {n: s.tensor(requires_grad=False, dtype=_evidence_dtype(s.dtype)) for n, s in check.inputs.items()}
 
-    def fn(env: dict[str, Any]) -> Any:
+    def fn(env: Mapping[str, Any]) -> Any:
         return finite_output(check, check.call(env), env)
 
     note = None

@@ -30,7 +30,8 @@ def _load_targets(targets: tuple[str, ...]) -> list[tuple[str, list[Any]]]:
         elif target in suites.BUILTIN:
             out.append((target, suites.load(target)))
         else:
-            raise SpecError(f"'{target}' is neither a ledger file nor a built-in suite.{_suggest(target, suites.names())} "
+            hint = _suggest(target, suites.names())
+            raise SpecError(f"'{target}' is neither a ledger file nor a built-in suite.{hint} "
                             f"Built-in suites: {', '.join(suites.names())}; a ledger is a .json or .toml file.")
     return out
 

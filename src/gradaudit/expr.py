@@ -236,6 +236,7 @@ def _validate_call(node: ast.Call, text: str, names: list[str], functions: list[
 
 def _evaluate(node: ast.AST, env: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Constant):
+        assert isinstance(node.value, (int, float))  # validated by parse()
         return float(node.value)
     if isinstance(node, ast.Name):
         if node.id in env:

@@ -45,8 +45,8 @@ def read_ledger(path: str | Path) -> list[Check]:
     """Load the checks of a JSON or TOML ledger file; SpecError names the file and field."""
     p = Path(path)
     if not p.exists():
-        raise SpecError(f"no such ledger file. Give the path of a .json or .toml ledger, or the "
-                        f"name of a built-in suite.", where=str(path))
+        raise SpecError("no such ledger file. Give the path of a .json or .toml ledger, or the "
+                        "name of a built-in suite.", where=str(path))
     if p.is_dir():
         raise SpecError("this is a directory; give a .json or .toml ledger file.", where=str(path))
     try:

@@ -105,7 +105,7 @@ class Record:
         """Rebuild a record from its JSON form (the inverse of :meth:`to_dict`)."""
         exp = {k: d.get(k) for k in EXPECTATION_KEYS}
         skip = set(EXPECTATION_KEYS) | {"schema_version", "kind", "expectation_sha256"}
-        skip |= set((d.get("inputs") or {}))
+        skip |= set(d.get("inputs") or {})
         obs = {k: v for k, v in d.items() if k not in skip}
         return cls(exp, obs)
 

@@ -118,6 +118,7 @@ def _run_method(check: Check, method: str, environment_id: str | None) -> list[R
         return [Record(expectation(check, None, method), {**base, **_judge_error(check, raised)})]
     out = []
     for name in check.grad_inputs:
+        obs: dict[str, Any]
         if raised is not None:
             obs = {"observed_gradient": None, "verdict": "error", "error": _error_info(raised)}
         else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -118,7 +118,7 @@ class Check:
     """A gradient check: the expectation is data, written before anything runs."""
 
     name: str
-    function: Callable[..., Any] | str
+    function: Any  # an expression string (parsed to expr.Expr) or a callable
     inputs: Mapping[str, Any]
     expected: Mapping[str, Any] = field(default_factory=dict)
     derivation: str = ""
@@ -137,14 +137,15 @@ class Check:
         set_ = object.__setattr__
         set_(self, "inputs", _normalise_inputs(self.inputs))
         set_(self, "methods", _normalise_methods(self.methods))
-        set_(self, "protocol", _normalise_protocol(self.protocol, self.methods))
+        set_(self, "protocol", _normalise_protocol(self.protocol, tuple(self.methods)))
         if isinstance(self.function, str):
-            set_(self, "function", _expr.parse(self.function, allowed_names=tuple(self.inputs)))
-            unused = [n for n in self.inputs if n not in self.function.names]  # type: ignore[union-attr]
+            parsed = _expr.parse(self.function, allowed_names=tuple(self.inputs))
+            set_(self, "function", parsed)
+            unused = [n for n in self.inputs if n not in parsed.names]
             if unused:
                 raise SpecError(
                     f"the input(s) {', '.join(unused)} are not used by the function "
-                    f"{self.function.text!r}. Remove them, or correct the expression.",  # type: ignore[union-attr]
+                    f"{parsed.text!r}. Remove them, or correct the expression.",
                     field="function")
         elif not callable(self.function):
             raise SpecError(f"'function' must be an expression string or a callable; got "

@@ -14,8 +14,8 @@ from ..record import Record, summarize, summary_line
 
 MAX_INLINE = 4
 VERDICT_STYLE = {"pass": "green", "fail": "red", "error": "magenta", "inconclusive": "yellow", None: "dim"}
-COLUMNS = ("check", "method", "stored/returned", "expected", "observed", "abs err", "tolerance",
-           "shape", "dtype", "device", "verdict")
+COLUMNS = ("verdict", "check", "method", "stored/returned", "expected", "observed", "abs err",
+           "tolerance", "shape", "dtype", "device")
 
 
 def fmt_number(v: Any) -> str:
@@ -66,7 +66,7 @@ def _meta(r: Record, key: str) -> str:
 def _expected_cell(r: Record) -> str:
     err = r.get("expect_error")
     if err:
-        return f"raises {err['type']}"
+        return str(err["type"])
     return fmt_value(r.get("expected_value"))
 
 
@@ -75,7 +75,7 @@ def _observed_cell(r: Record) -> str:
         return "(not run)"
     if r.get("expect_error"):
         raised = r.get("observed_error")
-        return f"raised {raised['type']}" if raised else "no error"
+        return str(raised["type"]) if raised else "no error"
     if r.verdict == "error":
         return f"error: {r.get('error', {}).get('type', '?')}"
     return fmt_value(r.get("observed_gradient"))
@@ -101,11 +101,12 @@ def _verdict_cell(r: Record) -> str:
 def row(r: Record) -> list[str]:
     disc = r.get("discrepancy")
     return [
+        _verdict_cell(r),
         str(r.get("check")) + (f" [{r.get('input')}]" if r.get("input") else ""),
         str(r.get("method")), str(r.get("stored_or_returned")),
         _expected_cell(r), _observed_cell(r),
         fmt_number(disc["max_abs"]) if disc else "—",
-        _tolerance_cell(r), _shape(r), _meta(r, "dtype"), _meta(r, "device"), _verdict_cell(r),
+        _tolerance_cell(r), _shape(r), _meta(r, "dtype"), _meta(r, "device"),
     ]
 
 
@@ -113,14 +114,20 @@ def table(records: Sequence[Record], *, title: str | None = None) -> Any:
     from rich import box
     from rich.table import Table
 
-    t = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, highlight=False)
+    t = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, highlight=False,
+              padding=(0, 1, 0, 0))
+    rows = [row(r) for r in records]
+    longest = max((len(cells[1]) for cells in rows), default=5)
     for i, name in enumerate(COLUMNS):
-        t.add_column(name, no_wrap=i in (0, 1, 2, len(COLUMNS) - 1), overflow="fold")
-    for r in records:
-        cells = row(r)
+        natural = max([len(name)] + [len(cells[i]) for cells in rows])
+        wraps = name in ("check", "expected", "observed")
+        t.add_column(name, overflow="fold",
+                     min_width=min(longest, 32) if name == "check" else min(natural, 12) if wraps else natural)
+    for r, cells in zip(records, rows):
         style = VERDICT_STYLE.get(r.verdict, "")
-        cells[-1] = f"[{style}]{cells[-1]}[/]" if style else cells[-1]
-        t.add_row(*[c if i == len(cells) - 1 else _escape(c) for i, c in enumerate(cells)])
+        cells = [_escape(c) for c in cells]
+        cells[0] = f"[{style}]{cells[0]}[/]" if style else cells[0]
+        t.add_row(*cells)
     return t
 
 
@@ -194,12 +201,36 @@ def _discrepancy_lines(r: Record) -> list[str]:
     return out
 
 
+def table_width(records: Sequence[Record]) -> int:
+    """Characters the table needs so that no column is cut (measured, not guessed)."""
+    import io
+
+    from rich.console import Console
+
+    probe = Console(file=io.StringIO(), width=10_000, no_color=True)
+    return int(probe.measure(table(records)).minimum)
+
+
+def stacked(records: Sequence[Record]) -> list[str]:
+    """The narrow-terminal view: one line per record, every field labelled."""
+    lines = []
+    for r in records:
+        cells = row(r)
+        lines.append(f"{cells[0]:<8} {cells[1]} · {cells[2]} ({cells[3]}) · expected {cells[4]} · "
+                     f"observed {cells[5]} · abs err {cells[6]} · tol {cells[7]} · {cells[8]} {cells[9]} {cells[10]}")
+    return lines
+
+
 def render(records: Sequence[Record], console: Any, *, title: str | None = None,
            repro: Mapping[str, str] | None = None, environment_lines: Iterable[str] = ()) -> None:
     """Print the table, the details of every non-passing record, and the summary line."""
     for line in environment_lines:
         console.print(line, highlight=False, markup=False)
-    console.print(table(records, title=title))
+    if table_width(records) <= console.width:
+        console.print(table(records, title=title))
+    else:
+        for line in stacked(records):
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
     for r in records:
         if needs_detail(r):
             console.print()

@@ -1,0 +1,129 @@
+"""The command line: exit codes 0/1/2, one readable paragraph for bad input, atomic results."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+BAD = {
+    "malformed JSON": ('{"function": "x*x", "x": 3', "is not valid JSON"),
+    "unknown function": ('{"function": "cube(x)", "x": 3, "analytical_gradient": 27}', "unknown function"),
+    "unknown input": ('{"function": "x*y", "x": 3, "analytical_gradient": 6}', "not an input"),
+    "integer input": ('{"function": "x*x", "x": {"value": 3, "dtype": "int64"}, "analytical_gradient": 6}',
+                      "gradients exist only for floating-point tensors"),
+    "wrong shape": ('{"function": "sum(x)", "x": [1, 2], "analytical_gradient": [1, 1, 1]}', "has shape (3,)"),
+    "tolerance without why": ('{"function": "x*x", "x": 3, "analytical_gradient": 6, '
+                              '"tolerance": {"atol": 0.5, "rtol": 0}}', "has no 'why'"),
+    "empty": ("[]", "the ledger is empty"),
+    "injection": ('{"function": "__import__(\'os\').system(\'touch pwned\')", "x": 3, "analytical_gradient": 6}',
+                  "other than a named function"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+@pytest.mark.parametrize("command", ["run", "plan"])
+def test_bad_input_exits_2_with_one_paragraph(cli, ledger, case, command):
+    content, words = BAD[case]
+    path = ledger(content)
+    res = cli(command, str(path))
+    assert res.code == 2
+    assert words in res.err and str(path) in res.err
+    assert "Traceback" not in res.err + res.out
+    assert res.err.startswith("gradaudit: error: ") and res.err.count("\n") == 1
+
+def test_injection_runs_nothing(cli, ledger, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = ledger(BAD["injection"][0])
+    assert cli("run", str(path)).code == 2
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_missing_file_and_unknown_suite(cli):
+    res = cli("run", "nope.json")
+    assert res.code == 2 and "no such ledger file" in res.err
+    res = cli("run", "quickstrat")
+    assert res.code == 2 and "Did you mean 'quickstart'" in res.err
+
+
+def test_quickstart_passes_with_the_seed_numbers(cli, tmp_path):
+    out = tmp_path / "q.jsonl"
+    res = cli("run", "quickstart", "--json", str(out))
+    assert res.code == 0, res.out + res.err
+    assert res.out.rstrip().splitlines()[-2] == "6 passed, 0 failed"
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    header, records = lines[0], lines[1:]
+    assert header["kind"] == "run" and header["environment"]["id"]
+    observed = {(r["check"], r["method"]): r["observed_gradient"] for r in records}
+    assert observed["x squared at x = 3", "backward"] == 6  # 2x at x = 3
+    assert observed["x squared at x = 3", "autograd.grad"] == 6
+    assert observed["x squared at x = 3", "finite_difference"] == pytest.approx(6, abs=1e-9)
+    assert observed["accumulation: two fresh passes without reset", "backward"] == 12  # 6 + 6
+    assert observed["reset: x.grad = None, then a fresh pass", "backward"] == 6
+    twice = [r for r in records if r["check"] == "backward twice on the same graph"][0]
+    assert twice["verdict"] == "pass" and twice["observed_error"]["type"] == "RuntimeError"
+    assert "releases its graph" in twice["expect_error"]["explanation"]
+    assert {r["environment"] for r in records} == {header["environment"]["id"]}
+
+
+def test_a_failing_ledger_exits_1_and_keeps_the_failure_intact(cli, ledger):
+    path = ledger({"name": "claims 7", "function": "x*x", "x": 3, "analytical_gradient": 7,
+                   "derivation": "a wrong claim"})
+    res = cli("run", str(path))
+    assert res.code == 1
+    assert "0 passed, 3 failed" in res.out
+    assert "Mismatched elements: 1 / 1 (100.0%)" in res.out
+    assert "function:   x*x" in res.out and "environment: " in res.out
+    assert f"re-run:     gradaudit run {path} --check 'claims 7'" in res.out
+
+
+def test_a_raising_function_is_an_error_verdict(cli, ledger):
+    path = ledger({"function": "log(x)", "x": -1, "analytical_gradient": -1, "methods": ["backward"]})
+    res = cli("run", str(path))
+    assert res.code == 1 and "0 passed, 0 failed, 1 errors" in res.out
+    assert "output is nan" in res.out
+
+
+def test_plan_prints_seed_shaped_records(cli, ledger):
+    res = cli("plan", str(ledger('{"function":"x*x","x":3,"analytical_gradient":6}')))
+    assert res.code == 0
+    first = json.loads(res.out.splitlines()[0])
+    assert {k: first[k] for k in ("function", "x", "analytical_gradient", "observed_gradient", "executed")} == \
+        {"function": "x*x", "x": 3, "analytical_gradient": 6, "observed_gradient": None, "executed": False}
+
+
+def test_interrupted_run_leaves_earlier_results(cli, ledger, tmp_path, monkeypatch):
+    out = tmp_path / "r.jsonl"
+    out.write_text("earlier\n")
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("gradaudit.cli.run_checks", interrupted)
+    res = cli("run", "quickstart", "--json", str(out))
+    assert res.code == 130 and "untouched" in res.err
+    assert out.read_text() == "earlier\n"
+
+
+def test_list_and_check_filter(cli):
+    res = cli("run", "quickstart", "--list")
+    assert res.code == 0 and "accumulation: two fresh passes without reset" in res.out
+    res = cli("run", "quickstart", "--check", "accumulation")
+    assert res.code == 0 and "1 passed, 0 failed" in res.out
+    assert cli("run", "quickstart", "--check", "zzz").code == 2
+
+
+def test_env_json(cli):
+    res = cli("env", "--json")
+    block = json.loads(res.out)
+    assert res.code == 0 and set(block["accelerators"]) == {"cuda", "mps"}
+
+
+def test_usage_error_exits_2(cli):
+    assert cli("run", "--no-such-flag").code == 2
+    assert cli("plan").code == 2
+
+
+def test_python_dash_m():
+    res = subprocess.run([sys.executable, "-m", "gradaudit", "--help"], capture_output=True, text=True)
+    assert res.returncode == 0 and "run" in res.stdout and "plan" in res.stdout
