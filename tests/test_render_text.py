@@ -61,4 +61,4 @@ def test_long_values_are_summarized():
     assert fmt_value(list(range(1000))) == "[0, 1, 2, … 1000 values]"
     assert fmt_value([[1.0, 2.0], [3.0, 4.0]]) == "[1, 2, 3, … 4 values]"
     assert fmt_value(0.1234567891) == "0.123457"
-    assert fmt_value("NaN") == "NaN" and fmt_value(None) == "—"
+    assert fmt_value("NaN") == "NaN" and fmt_value(None) == "None"

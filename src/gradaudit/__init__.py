@@ -15,7 +15,7 @@ from .errors import GradauditError, GradientMismatch, SpecError  # noqa: E402
 from .ledger import read_ledger, read_results  # noqa: E402
 from .record import Record  # noqa: E402
 from .run import plan, run  # noqa: E402
-from .spec import Check, ExpectedError, InputSpec, Tolerance  # noqa: E402
+from .spec import Check, ExpectedError, InputSpec, Matches, Probe, Tolerance  # noqa: E402
 
 __all__ = [
     "Check",
@@ -23,6 +23,8 @@ __all__ = [
     "GradauditError",
     "GradientMismatch",
     "InputSpec",
+    "Matches",
+    "Probe",
     "Record",
     "SpecError",
     "Tolerance",

@@ -96,7 +96,7 @@ def finite_difference(check: Check) -> Evidence:
         note = f"the function failed in float64 ({type(exc).__name__}: {exc}); evidence in the inputs' own dtype"
     grads, info = {}, {}
     for name in check.grad_inputs:
-        grads[name], info[name] = central_difference(fn, tensors, name)
+        grads[name], info[name] = central_difference(fn, tensors, name, step=check.step)
     return Evidence(grads, {"per_input": info, "fallback": note, "requested_dtype": evidence_dtype})
 
 

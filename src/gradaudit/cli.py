@@ -81,7 +81,8 @@ def run(targets: tuple[str, ...], json_path: str | None, pattern: str | None, li
         for label, checks in loaded:
             console.print(f"{label}:", highlight=False, markup=False)
             for c in checks:
-                console.print(f"  {c.name} — {', '.join(c.methods)} — {c.source}", highlight=False, markup=False)
+                how = ", ".join(getattr(c, "methods", ())) or f"observation of {len(c.expected)} facts"
+                console.print(f"  {c.name} — {how} — {c.source}", highlight=False, markup=False)
         return
     env = environment()
     records = []

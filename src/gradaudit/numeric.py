@@ -16,12 +16,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
-def step_for(x: Any) -> Any:
-    """The per-element central-difference step for *x*, exactly representable."""
+def step_for(x: Any, chosen: float | None = None) -> Any:
+    """The per-element central-difference step for *x* (or the *chosen* h), exactly representable."""
     import torch
 
-    eps = torch.finfo(x.dtype).eps
-    h = eps ** (1.0 / 3.0) * x.abs().clamp_min(1.0)
+    if chosen is None:
+        eps = torch.finfo(x.dtype).eps
+        h = eps ** (1.0 / 3.0) * x.abs().clamp_min(1.0)
+    else:
+        h = torch.full_like(x, chosen)
     return (x + h) - x  # exact: x + h - x is representable, so the division is by the true step
 
 
@@ -39,7 +42,7 @@ def scalar_output(value: Any) -> Any:
 
 
 def central_difference(fn: Callable[[Mapping[str, Any]], Any], tensors: Mapping[str, Any],
-                       name: str) -> tuple[Any, dict[str, Any]]:
+                       name: str, *, step: float | None = None) -> tuple[Any, dict[str, Any]]:
     """d fn / d tensors[name] by central differences in the tensors' own dtype.
 
     *fn* maps a dict of tensors to a scalar tensor. Returns the gradient (float64)
@@ -49,7 +52,7 @@ def central_difference(fn: Callable[[Mapping[str, Any]], Any], tensors: Mapping[
 
     base = {k: v.detach() for k, v in tensors.items()}
     x = base[name]
-    steps = step_for(x)
+    steps = step_for(x, step)
     grad = torch.empty(x.shape, dtype=torch.float64)
     flat_x = x.reshape(-1)
     flat_h = steps.reshape(-1)
@@ -68,7 +71,7 @@ def central_difference(fn: Callable[[Mapping[str, Any]], Any], tensors: Mapping[
     evidence = {
         "scheme": "central",
         "dtype": str(x.dtype).removeprefix("torch."),
-        "step_rule": "h = cbrt(eps) * max(1, |x|)",
+        "step_rule": "h = cbrt(eps) * max(1, |x|)" if step is None else f"chosen: h = {step:g}",
         "step": steps_list,
         "evaluations": 2 * flat_x.numel(),
     }

@@ -21,14 +21,14 @@ SCHEMA_VERSION = 1
 #: fields that are the expectation: written before anything runs, identical in plan and run.
 EXPECTATION_KEYS = (
     "suite", "check", "function", "inputs", "input", "analytical_gradient", "expected_value",
-    "derivation", "method", "stored_or_returned", "protocol", "tolerance", "expect",
+    "derivation", "method", "stored_or_returned", "protocol", "step", "tolerance", "expect",
     "expect_error", "source",
 )
 
 #: outcomes, in the order a summary lists them, and whether each makes a run fail.
 OUTCOMES = {
     "passed": False, "failed": True, "inconclusive": False, "errors": True,
-    "expected failures": False, "unexpected passes": True,
+    "expected failures": False, "unexpected passes": True, "skipped": False,
 }
 
 
@@ -122,7 +122,7 @@ def summarize(records: list[Record]) -> dict[str, int]:
 def summary_line(counts: Mapping[str, int]) -> str:
     """``N passed, N failed`` plus the other outcomes that occurred."""
     parts = [f"{counts.get('passed', 0)} passed", f"{counts.get('failed', 0)} failed"]
-    for key in ("errors", "inconclusive", "expected failures", "unexpected passes"):
+    for key in ("errors", "inconclusive", "expected failures", "unexpected passes", "skipped"):
         if counts.get(key):
             parts.append(f"{counts[key]} {key}")
     return ", ".join(parts)

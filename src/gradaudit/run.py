@@ -4,6 +4,7 @@ evidence, passing or failing, becomes a record.
 
 from __future__ import annotations
 
+import re
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -11,11 +12,11 @@ from typing import Any
 
 from . import expr as _expr
 from .channels import CHANNELS, STORED_OR_RETURNED, Evidence
-from .compare import compare, default_tolerance
+from .compare import AUTOGRAD_TOLERANCES, compare, default_tolerance
 from .record import Record
-from .spec import Check
+from .spec import Check, Matches, Probe
 
-Progress = Callable[[Check], None]
+Progress = Callable[[Check | Probe], None]
 
 
 def _written(value: Any) -> Any:
@@ -58,6 +59,7 @@ def expectation(check: Check, name: str | None, method: str) -> dict[str, Any]:
         "expected_value": check.expected_tensor(name).tolist() if name else None,
         "derivation": check.derivation, "method": method,
         "stored_or_returned": STORED_OR_RETURNED[method], "protocol": protocol,
+        "step": check.step if method == "finite_difference" else None,
         "tolerance": tolerance_for(check, name, method) if name else None,
         "expect": check.expect if check.expect == "pass" else {"outcome": "fail", "why": check.expect_why},
         "expect_error": None if err is None else {"type": err.type, "match": err.match,
@@ -70,23 +72,122 @@ def _names(check: Check) -> list[str | None]:
     return [None] if check.expect_error else list(check.grad_inputs)
 
 
-def plan(checks: Iterable[Check], *, environment_id: str | None = None) -> list[Record]:
+def plan(checks: Iterable[Check | Probe], *, environment_id: str | None = None) -> list[Record]:
     """Records of what will be checked, without calling any function."""
     obs = {"observed_gradient": None, "executed": False, "verdict": None, "outcome": None,
            "environment": environment_id}
-    return [Record(expectation(c, n, m), dict(obs)) for c in checks for m in c.methods for n in _names(c)]
+    out = []
+    for c in checks:
+        if isinstance(c, Probe):
+            out += [Record(probe_expectation(c, fact), dict(obs)) for fact in c.expected]
+        else:
+            out += [Record(expectation(c, n, m), dict(obs)) for m in c.methods for n in _names(c)]
+    return out
 
 
-def run(checks: Iterable[Check], *, environment_id: str | None = None,
+def run(checks: Iterable[Check | Probe], *, environment_id: str | None = None,
         progress: Progress | None = None) -> list[Record]:
     """Execute every check through each of its methods; return all records."""
     records: list[Record] = []
     for check in checks:
-        for method in check.methods:
-            records.extend(_run_method(check, method, environment_id))
+        if isinstance(check, Probe):
+            records.extend(_run_probe(check, environment_id))
+        else:
+            for method in check.methods:
+                records.extend(_run_method(check, method, environment_id))
         if progress is not None:
             progress(check)
     return records
+
+
+# -- probes: observed facts ---------------------------------------------------------
+
+def _written_fact(value: Any) -> Any:
+    return {"matches": value.pattern} if isinstance(value, Matches) else _written(value)
+
+
+def _is_numeric(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return True
+    return isinstance(value, (list, tuple)) and bool(value) and all(_is_numeric(v) for v in value)
+
+
+def probe_expectation(probe: Probe, fact: str) -> dict[str, Any]:
+    """The expectation fields of one fact of a probe."""
+    expected = probe.expected[fact]
+    tol = None
+    if _is_numeric(expected):
+        tol = ({"atol": probe.tolerance.atol, "rtol": probe.tolerance.rtol, "why": probe.tolerance.why,
+                "default": False, "basis": "set by the check (see why)"} if probe.tolerance else
+               {"atol": None, "rtol": None, "why": None, "default": True,
+                "basis": "default for the observed dtype (torch.testing.assert_close's table)"})
+    return {
+        "suite": probe.suite, "check": probe.name, "function": probe.source_text(), "inputs": {},
+        "input": fact, "analytical_gradient": None, "expected_value": _written_fact(expected),
+        "derivation": probe.derivation, "method": "observation", "stored_or_returned": "observed",
+        "protocol": None, "step": None, "tolerance": tol,
+        "expect": probe.expect if probe.expect == "pass" else {"outcome": "fail", "why": probe.expect_why},
+        "expect_error": None, "source": probe.source,
+    }
+
+
+def _run_probe(probe: Probe, environment_id: str | None) -> list[Record]:
+    base: dict[str, Any] = {"executed": True, "environment": environment_id, "observed_gradient": None}
+    reason = probe.skip_unless() if probe.skip_unless else None
+    if reason:
+        return [Record(probe_expectation(probe, f), {**base, "executed": False, "verdict": "skipped",
+                                                     "outcome": "skipped", "note": reason})
+                for f in probe.expected]
+    start = time.perf_counter()
+    try:
+        facts: Any = dict(probe.run())
+        raised = None
+    except Exception as exc:
+        facts, raised = {}, exc
+    base["elapsed_s"] = round(time.perf_counter() - start, 6)
+    out = []
+    for fact, expected in probe.expected.items():
+        exp = probe_expectation(probe, fact)
+        if raised is not None:
+            obs: dict[str, Any] = {"verdict": "error", "error": _error_info(raised)}
+        elif fact not in facts:
+            obs = {"verdict": "error", "error": {"type": "KeyError", "message": f"the probe reported no '{fact}'",
+                                                 "traceback": ""}}
+        else:
+            obs = _judge_fact(expected, facts[fact], exp["tolerance"])
+        obs["outcome"] = _outcome(obs["verdict"], probe)  # type: ignore[arg-type]
+        out.append(Record(exp, {**base, **obs}))
+    return out
+
+
+def _judge_fact(expected: Any, observed: Any, tol: dict[str, Any] | None) -> dict[str, Any]:
+    import torch
+
+    obs: dict[str, Any] = {"observed_value": _written(observed) if not isinstance(observed, torch.Tensor)
+                           else observed.detach().cpu().tolist()}
+    if isinstance(observed, torch.Tensor):
+        obs.update(shape=list(observed.shape), dtype=str(observed.dtype).removeprefix("torch."),
+                   device=str(observed.device))
+    if isinstance(expected, Matches):
+        ok = isinstance(observed, str) and re.search(expected.pattern, observed) is not None
+        return {**obs, "verdict": "pass" if ok else "fail"}
+    if tol is not None and (_is_numeric(obs["observed_value"]) or isinstance(observed, torch.Tensor)):
+        got = observed if isinstance(observed, torch.Tensor) else torch.tensor(observed, dtype=torch.float64)
+        want = torch.tensor(expected, dtype=torch.float64)
+        if tuple(got.shape) != tuple(want.shape):
+            return {**obs, "verdict": "fail", "note": f"shape {tuple(got.shape)} observed, {tuple(want.shape)} expected"}
+        dtype = str(got.dtype).removeprefix("torch.")
+        atol, rtol, basis = default_tolerance("observation", dtype if dtype in AUTOGRAD_TOLERANCES else "float64")
+        if not tol["default"]:
+            atol, rtol = tol["atol"], tol["rtol"]
+        else:
+            obs["tolerance_used"] = {"atol": atol, "rtol": rtol, "why": None, "default": True, "basis": basis}
+        disc = compare(got, want, atol=atol, rtol=rtol)
+        return {**obs, "discrepancy": disc, "verdict": "pass" if disc["mismatched"] == 0 else "fail"}
+    same = observed == expected and type(observed) is type(expected) or (observed is None and expected is None)
+    return {**obs, "verdict": "pass" if same else "fail"}
 
 
 def _error_info(exc: BaseException) -> dict[str, Any]:
@@ -94,11 +195,11 @@ def _error_info(exc: BaseException) -> dict[str, Any]:
             "traceback": "".join(traceback.format_exception(exc)).rstrip()}
 
 
-def _outcome(verdict: str, check: Check) -> str:
+def _outcome(verdict: str, check: Check | Probe) -> str:
     if verdict == "error":
         return "errors"
-    if verdict == "inconclusive":
-        return "inconclusive"
+    if verdict in ("inconclusive", "skipped"):
+        return verdict
     if check.expect == "fail":
         return "expected failures" if verdict == "fail" else "unexpected passes"
     return "passed" if verdict == "pass" else "failed"

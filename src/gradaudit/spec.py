@@ -130,10 +130,15 @@ class Check:
     expect_why: str | None = None
     source: str = ""
     suite: str = ""
+    step: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise SpecError("every check needs a non-empty 'name'.", field="name")
+        if self.step is not None and (isinstance(self.step, bool) or not isinstance(self.step, (int, float))
+                                      or not 0 < self.step < 1):
+            raise SpecError(f"'step' is the finite-difference step h, a number in (0, 1); got {self.step!r}.",
+                            field="step")
         set_ = object.__setattr__
         set_(self, "inputs", _normalise_inputs(self.inputs))
         set_(self, "methods", _normalise_methods(self.methods))
@@ -359,3 +364,48 @@ def _expected_as_tensor(value: Any, inputs: Mapping[str, InputSpec], name: str) 
                         f"'{name}' has shape {shape}; a gradient has the shape of its input. "
                         "Give one value per element (or a single number for all).", field=where)
     return tensor
+
+
+@dataclass(frozen=True)
+class Matches:
+    """An expected text given as a regular expression (e.g. an error message)."""
+
+    pattern: str
+
+    def __post_init__(self) -> None:
+        re.compile(self.pattern)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A check of observed facts: *run* returns {fact: value}; *expected* holds each
+    fact's value as written in the document (numbers, lists, text, True/False/None, or
+    :class:`Matches`). Used for what is not a gradient: shapes, dtypes, grad_fn names,
+    memory sharing, the numbers of a worked example.
+    """
+
+    name: str
+    run: Callable[[], Mapping[str, Any]]
+    expected: Mapping[str, Any]
+    derivation: str = ""
+    tolerance: Tolerance | None = None
+    expect: Expect = "pass"
+    expect_why: str | None = None
+    source: str = ""
+    suite: str = ""
+    skip_unless: Callable[[], str | None] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.expected:
+            raise SpecError(f"the probe '{self.name}' expects no facts; write the expected values first.",
+                            field="expected")
+        if self.expect == "fail" and not (self.expect_why and self.expect_why.strip()):
+            raise SpecError("a probe expected to fail needs 'expect_why'.", field="expect_why")
+        if self.tolerance is not None and not self.tolerance.why:
+            raise SpecError("a probe's tolerance needs a 'why'.", field="tolerance.why")
+
+    def source_text(self) -> str:
+        try:
+            return inspect.getsource(self.run).strip()
+        except (OSError, TypeError):
+            return getattr(self.run, "__qualname__", repr(self.run))

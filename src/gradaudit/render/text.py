@@ -13,7 +13,8 @@ from typing import Any
 from ..record import Record, summarize, summary_line
 
 MAX_INLINE = 4
-VERDICT_STYLE = {"pass": "green", "fail": "red", "error": "magenta", "inconclusive": "yellow", None: "dim"}
+VERDICT_STYLE = {"pass": "green", "fail": "red", "error": "magenta", "inconclusive": "yellow",
+                 "skipped": "dim", None: "dim"}
 COLUMNS = ("verdict", "check", "method", "stored/returned", "expected", "observed", "abs err",
            "tolerance", "shape", "dtype", "device")
 
@@ -37,9 +38,11 @@ def _flat(v: Any) -> list[Any]:
 def fmt_value(v: Any) -> str:
     """A short text for a number or a nested list: at most four values, then a count."""
     if v is None:
-        return "—"
+        return "None"
     if isinstance(v, str):
         return v
+    if isinstance(v, Mapping) and "matches" in v:
+        return f"~/{v['matches']}/"
     if not isinstance(v, (list, tuple)):
         return fmt_number(v)
     flat = _flat(v)
@@ -51,15 +54,17 @@ def fmt_value(v: Any) -> str:
 
 def _shape(r: Record) -> str:
     shape = r.get("shape")
-    if shape is None and r.get("input"):
-        shape = r.expectation["inputs"][r.get("input")]["shape"]
+    spec = (r.expectation.get("inputs") or {}).get(r.get("input"))
+    if shape is None and spec:
+        shape = spec["shape"]
     return "—" if shape is None else "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 def _meta(r: Record, key: str) -> str:
     value = r.get(key)
-    if value is None and r.get("input"):
-        value = r.expectation["inputs"][r.get("input")].get(key)
+    spec = (r.expectation.get("inputs") or {}).get(r.get("input"))
+    if value is None and spec:
+        value = spec.get(key)
     return "—" if value is None else str(value)
 
 
@@ -71,6 +76,8 @@ def _expected_cell(r: Record) -> str:
 
 
 def _observed_cell(r: Record) -> str:
+    if r.verdict == "skipped":
+        return "(skipped)"
     if not r.get("executed"):
         return "(not run)"
     if r.get("expect_error"):
@@ -78,6 +85,8 @@ def _observed_cell(r: Record) -> str:
         return str(raised["type"]) if raised else "no error"
     if r.verdict == "error":
         return f"error: {r.get('error', {}).get('type', '?')}"
+    if r.get("method") == "observation":
+        return fmt_value(r.get("observed_value"))
     return fmt_value(r.get("observed_gradient"))
 
 
@@ -138,14 +147,16 @@ def _escape(text: str) -> str:
 
 
 def needs_detail(r: Record) -> bool:
-    return r.outcome in ("failed", "errors", "expected failures", "unexpected passes", "inconclusive")
+    return r.outcome in ("failed", "errors", "expected failures", "unexpected passes", "inconclusive", "skipped")
 
 
 def detail_lines(r: Record, *, repro: str | None = None) -> list[str]:
     """The intact account of one failed or errored record: code, inputs, discrepancy, env."""
     e = r.expectation
     head = f"{_verdict_cell(r).upper()}: {e.get('check')}"
-    if e.get("input"):
+    if e.get("method") == "observation":
+        head += f" — {e.get('input')} (observed)"
+    elif e.get("input"):
         head += f" — d/d{e['input']} by {e.get('method')} ({e.get('stored_or_returned')})"
     lines = [head, f"  source:     {e.get('source') or '—'}"]
     fn = str(e.get("function") or "").splitlines() or [""]
@@ -178,7 +189,11 @@ def _discrepancy_lines(r: Record) -> list[str]:
     disc = r.get("discrepancy")
     tol = r.get("tolerance_used") or r.get("tolerance")
     out = []
-    if r.get("expected_value") is not None:
+    if r.get("method") == "observation":
+        out.append(f"  expected:   {fmt_value(r.get('expected_value'))}")
+        if r.get("executed"):
+            out.append(f"  observed:   {fmt_value(r.get('observed_value'))}")
+    elif r.get("expected_value") is not None:
         out.append(f"  expected:   {fmt_value(r.get('expected_value'))}   (written: "
                    f"{fmt_value(r.get('analytical_gradient'))})")
         out.append(f"  observed:   {fmt_value(r.get('observed_gradient'))}")

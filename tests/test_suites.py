@@ -1,0 +1,179 @@
+"""Every worked number of seeds 000, 001 and 004, pinned to the value the documents derive by hand.
+
+The expected numbers here are copied from the documents (or derived in the comment beside
+them); they are not taken from running gradaudit.
+"""
+
+import pytest
+
+from gradaudit import run, suites
+
+
+@pytest.fixture(scope="module")
+def results():
+    out = {}
+    for name in suites.names():
+        for r in run(suites.load(name), environment_id="test"):
+            out[r.get("suite"), r.get("check"), r.get("input"), r.get("method")] = r
+    return out
+
+
+def observed(results, suite, check, fact, method="observation"):
+    r = results[suite, check, fact, method]
+    return r.get("observed_value") if method == "observation" else r.get("observed_gradient")
+
+
+def test_every_suite_is_green_apart_from_declared_failures_and_skips(results):
+    outcomes = {r.outcome for r in results.values()}
+    assert outcomes <= {"passed", "expected failures", "skipped"}
+    assert all(r.get("source", "").startswith("seed 00") for r in results.values())
+    assert all(r.get("derivation") for r in results.values())
+
+
+def test_each_check_names_document_and_section():
+    for name in suites.names():
+        for c in suites.load(name):
+            assert "seed 00" in c.source and "'" in c.source, c.name
+
+
+# seed 000 ---------------------------------------------------------------------------------
+
+def test_quickstart_numbers(results):
+    q = "quickstart"
+    for method in ("backward", "autograd.grad"):
+        assert observed(results, q, "x squared at x = 3", "x", method) == 6
+    assert observed(results, q, "x squared at x = 3", "x", "finite_difference") == pytest.approx(6, abs=1e-9)
+    assert observed(results, q, "accumulation: two fresh passes without reset", "x", "backward") == 12
+    assert observed(results, q, "reset: x.grad = None, then a fresh pass", "x", "backward") == 6
+
+
+# seed 001 ---------------------------------------------------------------------------------
+
+def test_notebook_numbers(results):
+    n = "notebook"
+    assert observed(results, n, "x squared", "x", "backward") == 6
+    assert observed(results, n, "short vector sum", "x", "autograd.grad") == [1, 1, 1]
+    assert observed(results, n, "accumulation: stored grows, a fresh forward each pass", "x", "backward") == 12
+    assert observed(results, n, "deliberate reset to None", "x", "backward") == 6
+    # central difference of x^3 is 3x^2 + h^2: 12 + 1e-6 at x = 2, h = 1e-3
+    fd = results[n, "finite differences with a chosen step", "x", "finite_difference"]
+    assert fd.get("observed_gradient") == pytest.approx(12.000001, abs=1e-9)
+    assert fd.get("step") == 1e-3 and fd.get("evidence")["step_rule"] == "chosen: h = 0.001"
+    assert "h^2 = 1e-6" in fd.get("tolerance")["why"] and fd.get("tolerance")["default"] is False
+
+
+def test_notebook_keeps_one_failure_intact(results):
+    for method in ("backward", "autograd.grad", "finite_difference"):
+        r = results["notebook", "a failed check kept intact: 2x written as x^2", "x", method]
+        assert r.verdict == "fail" and r.outcome == "expected failures"
+        assert r.get("discrepancy")["max_abs"] == pytest.approx(3, abs=1e-6)  # 9 claimed, 2x = 6 true
+        assert r.get("function") == "x*x" and r.get("environment") == "test"
+
+
+# seed 004 ---------------------------------------------------------------------------------
+
+L = "lesson"
+
+
+def test_hand_graph(results):
+    for method in ("backward", "autograd.grad"):
+        for name, value in (("w", -12), ("b", -6), ("x", -18)):
+            assert observed(results, L, "hand-derived graph", name, method) == value
+    g = "hand-derived graph: values and grad_fn"
+    assert [observed(results, L, g, f) for f in ("z", "error", "L", "dL/dz")] == [7, -3, 9, -6]
+    assert observed(results, L, g, "grad_fn of w*x") == "MulBackward0"
+    assert observed(results, L, g, "grad_fn of L") == "PowBackward0"
+    assert observed(results, L, g, "grad_fn of leaf w") is None
+
+
+def test_finite_differences_and_the_erratum(results):
+    f = "finite-difference check of dL/dw"
+    assert observed(results, L, f, "L(3.001)") == pytest.approx(8.988004, abs=1e-12)
+    assert observed(results, L, f, "L(2.999)") == pytest.approx(9.012004, abs=1e-12)
+    assert observed(results, L, f, "slope with divisor 2*eps = 0.002") == pytest.approx(-12, abs=1e-9)
+    e = results[L, 'erratum: "divided by two point zero zero two gives minus twelve"',
+                "(L(3.001) - L(2.999)) / 2.002", "observation"]
+    assert e.verdict == "fail" and e.outcome == "expected failures"
+    assert e.get("observed_value") == pytest.approx(-0.024 / 2.002, rel=1e-9)  # -0.011988...
+    assert "2*eps = 0.002" in e.get("expect")["why"]
+
+
+def test_gradient_controls(results):
+    assert observed(results, L, "second backward on a fresh loss accumulates", "w", "backward") == -24
+    assert observed(results, L, "grad.zero_() resets", "w", "backward") == -12
+    assert observed(results, L, "grad = None resets", "w", "backward") == -12
+    c = "no_grad and detach"
+    assert observed(results, L, c, "w.grad after grad.zero_()") == 0
+    assert observed(results, L, c, "w.grad after grad = None") is None
+    assert observed(results, L, c, "no_grad result requires_grad") is False
+    assert observed(results, L, c, "original w after detached.mul_(10)") == 30
+
+
+def test_custom_function(results):
+    for method in ("backward", "autograd.grad"):
+        assert observed(results, L, "custom Function: square", "x", method) == 6
+    assert observed(results, L, "custom Function: square", "x", "finite_difference") == pytest.approx(6, abs=1e-8)
+
+
+def test_linear_regression(results):
+    r = "linear regression: gradients at w = b = 0"
+    assert observed(results, L, r, "w", "backward") == -17 and observed(results, L, r, "b", "backward") == -8
+    s = "linear regression: loss and one update"
+    assert observed(results, L, s, "initial MSE") == 21
+    assert observed(results, L, s, "w after one step") == pytest.approx(1.7, rel=1e-6)
+    assert observed(results, L, s, "b after one step") == pytest.approx(0.8, rel=1e-6)
+    assert observed(results, L, s, "loss after one step") == pytest.approx(0.535, rel=1e-5)
+    c = "linear regression: a few hundred steps recover y = 2x + 1"
+    assert observed(results, L, c, "w after 500 steps") == pytest.approx(2, abs=1e-4)
+    assert observed(results, L, c, "b after 500 steps") == pytest.approx(1, abs=1e-4)
+
+
+def test_common_bugs(results):
+    assert "leaf Variable" in observed(results, L, "bug 1: in-place update of a leaf", "w -= 0.1 outside no_grad")
+    z = "bug 2: forgetting zero_grad"
+    assert observed(results, L, z, "stale w.grad") == -17
+    assert observed(results, L, z, "w.grad without zero_grad") == pytest.approx(-19.7, rel=1e-6)  # -17 - 2.7
+    assert observed(results, L, z, "b.grad without zero_grad") == pytest.approx(-9.3, rel=1e-6)  # -8 - 1.3
+    t = "bug 3: backward twice on one loss"
+    assert "second time" in observed(results, L, t, "second backward on the same loss")
+    assert observed(results, L, t, "w.grad after two backward with retain_graph") == -34
+    k = "bug 3: stored loss tensors keep their graphs alive"
+    assert observed(results, L, k, "autograd nodes kept alive by 20 stored loss tensors") == 20 * 5 + 2
+    assert observed(results, L, k, "autograd nodes kept alive by 20 stored loss.item()") == 0
+    b = "the silent broadcasting bug"
+    assert observed(results, L, b, "shape of (3) - (3,1)") == [3, 3]
+    assert observed(results, L, b, "wrong MSE") == pytest.approx(21 / 9, rel=1e-6)
+    assert observed(results, L, b, "right MSE") == pytest.approx(1 / 3, rel=1e-6)
+
+
+def test_tensor_basics(results):
+    d = "default dtypes, integer gradients and promotion"
+    assert observed(results, L, d, "torch.tensor([1.0, 2.0]).dtype") == "torch.float32"
+    assert observed(results, L, d, "torch.tensor([1, 2]).dtype") == "torch.int64"
+    assert "floating point" in observed(results, L, d, "requires_grad on an integer tensor")
+    s = "shape operations and broadcasting"
+    assert observed(results, L, s, "reshape(3, 4)") == [3, 4] and observed(results, L, s, "reshape(4, -1)") == [4, 3]
+    assert observed(results, L, s, "(3,1) + (1,4)") == [3, 4]
+    n = "NumPy bridge: from_numpy shares memory, clone does not"
+    assert observed(results, L, n, "from_numpy after the array changes") == [5, 0, 0]
+    assert observed(results, L, n, "clone after the array changes") == [0, 0, 0]
+
+
+def test_same_device_rule_is_skipped_with_a_reason_without_an_accelerator(results):
+    import torch
+
+    r = results[L, "the same-device rule", "cpu tensor + accelerator tensor", "observation"]
+    if torch.cuda.is_available() or torch.backends.mps.is_available():
+        assert r.verdict == "pass"
+    else:
+        assert r.verdict == "skipped" and "no accelerator" in r.get("note")
+
+
+def test_a_probe_that_breaks_is_a_failure_not_a_pass():
+    from gradaudit import Probe
+
+    probe = Probe("p", lambda: {"shape": [3, 1]}, {"shape": [3]}, derivation="d", source="s")
+    (r,) = run([probe])
+    assert r.verdict == "fail" and "shape" in r.get("note")
+    boom = Probe("q", lambda: 1 / 0, {"v": 1}, derivation="d", source="s")
+    assert run([boom])[0].verdict == "error"
