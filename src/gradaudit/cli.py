@@ -23,7 +23,7 @@ def _load_targets(targets: tuple[str, ...]) -> list[tuple[str, list[Any]]]:
     from .expr import _suggest
     from .ledger import read_ledger
 
-    out = []
+    out: list[tuple[str, list[Any]]] = []
     for target in targets or tuple(suites.names()):
         if Path(target).exists() or target.endswith((".json", ".toml")):
             out.append((target, read_ledger(target)))

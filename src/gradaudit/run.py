@@ -177,7 +177,8 @@ def _judge_fact(expected: Any, observed: Any, tol: dict[str, Any] | None) -> dic
         got = observed if isinstance(observed, torch.Tensor) else torch.tensor(observed, dtype=torch.float64)
         want = torch.tensor(expected, dtype=torch.float64)
         if tuple(got.shape) != tuple(want.shape):
-            return {**obs, "verdict": "fail", "note": f"shape {tuple(got.shape)} observed, {tuple(want.shape)} expected"}
+            note = f"shape {tuple(got.shape)} observed, {tuple(want.shape)} expected"
+            return {**obs, "verdict": "fail", "note": note}
         dtype = str(got.dtype).removeprefix("torch.")
         atol, rtol, basis = default_tolerance("observation", dtype if dtype in AUTOGRAD_TOLERANCES else "float64")
         if not tol["default"]:
