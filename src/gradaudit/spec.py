@@ -276,26 +276,24 @@ def _check_value(value: Any, name: str) -> None:
                         f"got {type(value).__name__}.", field=name)
 
 
+def _drawn_from(values: Sequence[str], vocabulary: tuple[str, ...], field: str) -> tuple[str, ...]:
+    """*values* as a tuple, each checked against *vocabulary* (with a suggestion)."""
+    if isinstance(values, str) or not values:
+        raise SpecError(f"'{field}' must be a non-empty list drawn from {', '.join(vocabulary)}; "
+                        f"got {values!r}.", field=field)
+    for v in values:
+        if v not in vocabulary:
+            raise SpecError(f"unknown {field} entry {v!r}.{_expr._suggest(str(v), vocabulary)} Allowed: "
+                            f"{', '.join(vocabulary)}.", field=field)
+    return tuple(values)
+
+
 def _normalise_methods(methods: Sequence[str]) -> tuple[str, ...]:
-    if isinstance(methods, str) or not methods:
-        raise SpecError(f"'methods' must be a non-empty list drawn from {', '.join(METHODS)}; "
-                        f"got {methods!r}.", field="methods")
-    for m in methods:
-        if m not in METHODS:
-            raise SpecError(f"unknown method {m!r}.{_expr._suggest(str(m), METHODS)} Methods: "
-                            f"{', '.join(METHODS)}.", field="methods")
-    return tuple(dict.fromkeys(methods))
+    return tuple(dict.fromkeys(_drawn_from(methods, METHODS, "methods")))
 
 
 def _normalise_protocol(protocol: Sequence[str], methods: tuple[str, ...]) -> tuple[str, ...]:
-    if isinstance(protocol, str) or not protocol:
-        raise SpecError(f"'protocol' must be a non-empty list of steps drawn from "
-                        f"{', '.join(PROTOCOL_STEPS)}.", field="protocol")
-    for step in protocol:
-        if step not in PROTOCOL_STEPS:
-            raise SpecError(f"unknown protocol step {step!r}.{_expr._suggest(str(step), PROTOCOL_STEPS)} "
-                            f"Steps: {', '.join(PROTOCOL_STEPS)}.", field="protocol")
-    protocol = tuple(protocol)
+    protocol = _drawn_from(protocol, PROTOCOL_STEPS, "protocol")
     if protocol[0] != "forward":
         raise SpecError("a protocol starts with 'forward' (the evidence channel starts from fresh "
                         "leaves whose .grad is None).", field="protocol")

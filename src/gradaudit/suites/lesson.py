@@ -187,18 +187,24 @@ def _one_step() -> dict[str, Any]:
             "w.grad after zeroing": w.grad.clone(), "b.grad after zeroing": b.grad.clone()}
 
 
-def _converge() -> dict[str, Any]:
+def _sgd_step(x: Any, y: Any, w: Any, b: Any, *, lr: float) -> Any:
+    """One training step: loss, backward, update under no_grad, zero the gradients."""
     import torch
 
+    loss = _loss(x, y, w, b)
+    loss.backward()
+    with torch.no_grad():
+        w -= lr * w.grad
+        b -= lr * b.grad
+        w.grad.zero_()
+        b.grad.zero_()
+    return loss
+
+
+def _converge() -> dict[str, Any]:
     x, y, w, b = _params()
     for _ in range(500):
-        loss = _loss(x, y, w, b)
-        loss.backward()
-        with torch.no_grad():
-            w -= 0.1 * w.grad
-            b -= 0.1 * b.grad
-            w.grad.zero_()
-            b.grad.zero_()
+        _sgd_step(x, y, w, b, lr=0.1)
     return {"w after 500 steps": w.detach(), "b after 500 steps": b.detach()}
 
 
@@ -276,21 +282,12 @@ def _graph_nodes(roots: list[Any]) -> int:
 
 
 def _bug_keep_loss_tensors() -> dict[str, Any]:
-    import torch
-
     counts = {}
     for label, keep in (("tensor", lambda t: t), ("item", lambda t: t.item())):
         x, y, w, b = _params()
         history = []
         for _ in range(20):
-            loss = _loss(x, y, w, b)
-            loss.backward()
-            with torch.no_grad():
-                w -= 0.01 * w.grad
-                b -= 0.01 * b.grad
-                w.grad.zero_()
-                b.grad.zero_()
-            history.append(keep(loss))
+            history.append(keep(_sgd_step(x, y, w, b, lr=0.01)))
         counts[label] = _graph_nodes(history)
     return {"autograd nodes kept alive by 20 stored loss tensors": counts["tensor"],
             "autograd nodes kept alive by 20 stored loss.item()": counts["item"]}
