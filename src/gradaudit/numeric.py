@@ -84,8 +84,10 @@ def _along(fn: Callable[[Any], Any], x: Any, i: int, delta: Any) -> Any:
     """fn at x with element i moved by delta (real or complex)."""
     import torch
 
-    shifted = x.reshape(-1).clone() if not torch.is_tensor(delta) or not delta.is_complex() else \
-        x.reshape(-1).to(torch.complex128).clone()
+    shifted = x.reshape(-1)
+    if torch.is_tensor(delta) and delta.is_complex():
+        shifted = shifted.to(torch.complex128)
+    shifted = shifted.clone()
     shifted[i] = shifted[i] + delta
     return fn(shifted.reshape(x.shape))
 

@@ -237,7 +237,8 @@ def _judge_error(check: Check, raised: BaseException | None) -> dict[str, Any]:
     if raised is None:
         verdict, note = "fail", f"expected {err.type} matching {err.match!r}, but nothing was raised"
     elif err.matches(raised):
-        verdict, note = "pass", f"raised {type(raised).__name__} as expected: {err.explanation}".rstrip(": ")
+        verdict, note = "pass", f"raised {type(raised).__name__} as expected"
+        note += f": {err.explanation}" if err.explanation else ""
     else:
         verdict, note = "fail", (f"expected {err.type} matching {err.match!r}, but "
                                  f"{type(raised).__name__} was raised")

@@ -237,8 +237,6 @@ def _dtype_of(value: Any) -> dict[str, Any]:
 
 
 def _validated_input(spec: InputSpec) -> InputSpec:
-    import torch
-
     if spec.dtype not in DTYPES:
         raise SpecError(f"dtype {spec.dtype!r} is not supported; use one of {', '.join(DTYPES)}.",
                         field=f"{spec.name}.dtype")
@@ -256,7 +254,6 @@ def _validated_input(spec: InputSpec) -> InputSpec:
                         field=spec.name) from None
     if not isinstance(spec.requires_grad, bool):
         raise SpecError("requires_grad must be true or false.", field=f"{spec.name}.requires_grad")
-    del torch
     return spec
 
 
