@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import re
@@ -175,13 +176,7 @@ class Check:
 
     def source_text(self) -> str:
         """The function's source: the expression, or the Python source when available."""
-        fn = self.function
-        if isinstance(fn, _expr.Expr):
-            return fn.text
-        try:
-            return inspect.getsource(fn).strip()
-        except (OSError, TypeError):
-            return getattr(fn, "__qualname__", repr(fn))
+        return source_of(self.function)
 
     def call(self, tensors: Mapping[str, Any]) -> Any:
         fn = self.function
@@ -192,6 +187,17 @@ class Check:
     def expected_tensor(self, name: str) -> Any:
         """The expectation for input *name* as a float64 tensor of the input's shape."""
         return _expected_as_tensor(self.expected[name], self.inputs, name)
+
+
+@functools.lru_cache(maxsize=512)
+def source_of(fn: Any) -> str:
+    """The text of an expression or the source of a callable (read once per function)."""
+    if isinstance(fn, _expr.Expr):
+        return fn.text
+    try:
+        return inspect.getsource(fn).strip()
+    except (OSError, TypeError):
+        return getattr(fn, "__qualname__", repr(fn))
 
 
 def _require_why(tol: Tolerance, methods: Sequence[str], dtypes: Sequence[str]) -> None:
@@ -400,7 +406,4 @@ class Probe:
             raise SpecError("a probe's tolerance needs a 'why'.", field="tolerance.why")
 
     def source_text(self) -> str:
-        try:
-            return inspect.getsource(self.run).strip()
-        except (OSError, TypeError):
-            return getattr(self.run, "__qualname__", repr(self.run))
+        return source_of(self.run)
