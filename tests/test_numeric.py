@@ -5,62 +5,76 @@ import math
 import pytest
 import torch
 
-from gradaudit.numeric import central_difference, complex_step, one_sided, ridders, step_for, taylor_orders
+from gradaudit.numeric import estimate, is_kink, one_sided, taylor_orders
 
 F64 = torch.float64
+EPS = 2.220446049250313e-16
 
 
-def test_step_is_exactly_representable_and_scaled():
+def test_central_step_is_exactly_representable_and_scaled():
     x = torch.tensor([0.0, 3.0, -1e4], dtype=F64)
-    h = step_for(x)
+    _, err, info = estimate(lambda t: (t * t).sum(), x, scheme="central")
+    h = torch.tensor(info["step"], dtype=F64)
     assert torch.equal((x + h) - x, h)
-    assert float(h[0]) == pytest.approx(2.220446049250313e-16 ** (1 / 3), rel=1e-12)  # cbrt(eps)
-    assert float(h[2]) == pytest.approx(1e4 * 2.220446049250313e-16 ** (1 / 3), rel=1e-12)
+    assert float(h[0]) == pytest.approx(EPS ** (1 / 3), rel=1e-12)  # cbrt(eps)
+    assert float(h[2]) == pytest.approx(1e4 * EPS ** (1 / 3), rel=1e-12)
+    assert err is None and info["evaluations"] == 2
 
 
 def test_central_difference_of_a_cubic_has_error_h_squared():
     # ((x+h)^3 - (x-h)^3) / 2h = 3x^2 + h^2: at x = 2, h = 1e-3 -> 12.000001
-    g, info = central_difference(lambda t: (t["x"] ** 3).sum(), {"x": torch.tensor([2.0], dtype=F64)}, "x", step=1e-3)
-    assert float(g[0]) == pytest.approx(12.000001, abs=1e-10)
-    assert info["step_rule"] == "chosen: h = 0.001" and info["evaluations"] == 2
+    d, _, info = estimate(lambda t: (t**3).sum(), torch.tensor([2.0], dtype=F64), scheme="central", step=1e-3)
+    assert float(d[0]) == pytest.approx(12.000001, abs=1e-10)
+    assert info["step_rule"] == "chosen: h = 0.001"
 
 
-@pytest.mark.parametrize("f, x0, exact", [
+SMOOTH = [
     (lambda t: (t.sin() * t.exp()).sum(), 0.7, math.exp(0.7) * (math.sin(0.7) + math.cos(0.7))),
     (lambda t: t.log().sum(), 2.5, 1 / 2.5),
     (lambda t: t.tanh().sum(), -0.3, 1 - math.tanh(-0.3) ** 2),
     (lambda t: (3 * t).exp().sum(), 1.2, 3 * math.exp(3.6)),
-])
-def test_ridders_reaches_1e_12_in_at_most_12_evaluations(f, x0, exact):
-    d, err, evals = ridders(f, torch.tensor([x0], dtype=F64))
+]
+
+
+@pytest.mark.parametrize("f, x0, exact", SMOOTH)
+def test_ridders_reaches_1e_12_in_at_most_12_evaluations_and_bounds_its_error(f, x0, exact):
+    d, err, info = estimate(f, torch.tensor([x0], dtype=F64), scheme="ridders")
     assert abs(float(d[0]) - exact) <= 1e-12 * abs(exact)
-    assert evals <= 12 and float(err[0]) >= 0
+    assert info["evaluations"] <= 12
+    assert abs(float(d[0]) - exact) <= 10 * float(err[0])  # the derived tolerance covers the true error
 
 
-@pytest.mark.parametrize("f, x0, exact", [
-    (lambda t: (t.sin() * t.exp()).sum(), 0.7, math.exp(0.7) * (math.sin(0.7) + math.cos(0.7))),
-    (lambda t: ((2 * t + 1 - 10) ** 2).sum(), 3.0, -12.0),  # the lesson's L(w): 4(2w - 9)
+@pytest.mark.parametrize("f, x0, exact", SMOOTH + [
+    (lambda t: ((2 * t + 1 - 10) ** 2).sum(), 3.0, -12.0),  # the lesson's L(w) = (2w - 9)^2: 4(2w - 9)
     (lambda t: t.sqrt().sum(), 4.0, 0.25),
 ])
 def test_complex_step_is_exact_to_rounding(f, x0, exact):
-    d, note = complex_step(f, torch.tensor([x0], dtype=F64))
+    d, err, info = estimate(f, torch.tensor([x0], dtype=F64), scheme="complex_step")
+    assert info["scheme"] == "complex_step" and info["fallback"] is None
     assert abs(float(d[0]) - exact) <= 1e-15 * max(1.0, abs(exact))
-    assert note == "complex step, h = 1e-20"
 
 
-def test_complex_step_says_why_it_cannot_run():
-    d, note = complex_step(lambda t: t.abs().sum(), torch.tensor([1.0], dtype=F64))
-    assert d is None and "real result" in note
-    d, note = complex_step(lambda t: torch.relu(t).sum(), torch.tensor([1.0], dtype=F64))
-    assert d is None and "does not run on complex input" in note
+def test_complex_step_falls_back_and_says_why():
+    d, err, info = estimate(lambda t: t.abs().sum(), torch.tensor([1.5], dtype=F64), scheme="complex_step")
+    assert info["scheme"] == "ridders" and "real result" in info["fallback"]
+    assert float(d[0]) == pytest.approx(1.0, abs=1e-12)  # d|x|/dx = 1 at 1.5
+    d, err, info = estimate(lambda t: torch.relu(t).sum(), torch.tensor([1.5], dtype=F64), scheme="complex_step")
+    assert info["scheme"] == "ridders" and "complex step unavailable" in info["fallback"]
 
 
-def test_one_sided_slopes_expose_a_kink():
-    # |x| at 0: right slope +1, left slope -1; smooth x^2 at 1: both about 2
-    right, left = one_sided(lambda t: t.abs().sum(), torch.tensor([0.0, 1.0], dtype=F64))
-    assert right.tolist() == [1.0, 1.0] and left.tolist() == [-1.0, 1.0]
-    right, left = one_sided(lambda t: (t * t).sum(), torch.tensor([1.0], dtype=F64))
-    assert float(right[0]) == pytest.approx(2.0, abs=1e-7) and float(left[0]) == pytest.approx(2.0, abs=1e-7)
+def test_one_sided_differences():
+    # d/dx x^2 = 2x = 6 at 3; one-sided error is about h |f''| / 2 = sqrt(eps) * 3 = 4.5e-8
+    for scheme in ("forward", "backward"):
+        d, err, info = estimate(lambda t: (t * t).sum(), torch.tensor([3.0], dtype=F64), scheme=scheme)
+        assert float(d[0]) == pytest.approx(6.0, abs=1e-7) and err is None
+
+
+def test_slopes_expose_a_kink():
+    # |x| at 0: left slope -1, right slope +1; relu at 0: 0 and 1; x^2 at 1: both about 2
+    assert one_sided(lambda t: t.abs().sum(), torch.tensor([0.0], dtype=F64), 0) == (-1.0, 1.0)
+    assert one_sided(lambda t: torch.relu(t).sum(), torch.tensor([0.0], dtype=F64), 0) == (0.0, 1.0)
+    left, right = one_sided(lambda t: (t * t).sum(), torch.tensor([1.0], dtype=F64), 0)
+    assert is_kink(-1.0, 1.0) and not is_kink(left, right)
 
 
 def test_taylor_orders_separate_right_from_slightly_wrong():
@@ -68,5 +82,6 @@ def test_taylor_orders_separate_right_from_slightly_wrong():
     x = torch.tensor([0.5, -1.0, 2.0], dtype=F64)
     f = lambda t: (t.sin() * t).sum()  # noqa: E731
     good = x.sin() + x * x.cos()
-    assert all(abs(o - 2) < 0.1 for o in taylor_orders(f, x, good))
-    assert all(abs(o - 1) < 0.2 for o in taylor_orders(f, x, good * (1 + 1e-3), h0=1e-4))
+    orders, remainders = taylor_orders(f, x, good)
+    assert all(abs(o - 2) < 0.1 for o in orders) and len(remainders) == 5
+    assert all(abs(o - 1) < 0.2 for o in taylor_orders(f, x, good * (1 + 1e-3), h0=1e-4)[0])

@@ -4,20 +4,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .numeric import central_difference, scalar_output
+from .numeric import estimate, one_sided, scalar_output, taylor_orders
 from .spec import Check
 
 
 @dataclass
 class Evidence:
-    """What one channel observed: a gradient (or None) per input, plus how."""
+    """What one channel observed: a gradient (or None) per input, plus how.
+
+    Numeric channels add an error bound per input (None where the scheme has none) and
+    ``slopes(name, flat_index) -> (left, right)`` to examine a suspected kink.
+    """
 
     grads: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    errors: dict[str, Any] = field(default_factory=dict)
+    slopes: Callable[[str, int], tuple[float, float]] | None = None
 
 
 def finite_output(check: Check, out: Any, tensors: Mapping[str, Any]) -> Any:
@@ -75,29 +81,52 @@ def autograd_grad(check: Check) -> Evidence:
                             "stored_after_return": stored})
 
 
-def finite_difference(check: Check) -> Evidence:
-    """Central differences per element, in float64 unless the function refuses it."""
-    evidence_dtype = "float64"
+def _numeric_setup(check: Check) -> tuple[Callable[[Mapping[str, Any]], Any], dict[str, Any], str | None]:
+    """The function for numeric evidence and its float64 inputs (or the native ones, recorded)."""
     tensors = {n: s.tensor(requires_grad=False, dtype=_evidence_dtype(s.dtype)) for n, s in check.inputs.items()}
 
     def fn(env: Mapping[str, Any]) -> Any:
         return finite_output(check, check.call(env), env)
 
-    note = None
     try:
         fn(tensors)
+        return fn, tensors, None
     except Exception as exc:  # fall back to the inputs' own precision, and say so
         native = {n: s.tensor(requires_grad=False) for n, s in check.inputs.items()}
         if all(str(t.dtype) == str(tensors[n].dtype) for n, t in native.items()):
             raise
         fn(native)
-        tensors = native
-        evidence_dtype = "native"
-        note = f"the function failed in float64 ({type(exc).__name__}: {exc}); evidence in the inputs' own dtype"
-    grads, info = {}, {}
+        return fn, native, (f"the function failed in float64 ({type(exc).__name__}: {exc}); "
+                            "evidence in the inputs' own dtype")
+
+
+def _along(fn: Callable[[Mapping[str, Any]], Any], tensors: Mapping[str, Any], name: str) -> Callable[[Any], Any]:
+    return lambda t: fn({**tensors, name: t})
+
+
+def finite_difference(check: Check) -> Evidence:
+    """Numeric derivative per element by the check's scheme (Ridders unless chosen), in float64."""
+    fn, tensors, note = _numeric_setup(check)
+    ev = Evidence(info={"per_input": {}, "fallback": note})
     for name in check.grad_inputs:
-        grads[name], info[name] = central_difference(fn, tensors, name, step=check.step)
-    return Evidence(grads, {"per_input": info, "fallback": note, "requested_dtype": evidence_dtype})
+        ev.grads[name], ev.errors[name], ev.info["per_input"][name] = estimate(
+            _along(fn, tensors, name), tensors[name], scheme=check.numeric_scheme, step=check.step)
+    ev.slopes = lambda name, i: one_sided(_along(fn, tensors, name), tensors[name], i)
+    return ev
+
+
+def taylor(check: Check) -> Evidence:
+    """Taylor remainders of the *expected* gradient along a seeded random direction, per input."""
+    fn, tensors, note = _numeric_setup(check)
+    ev = Evidence(info={"per_input": {}, "fallback": note})
+    for name in check.grad_inputs:
+        h0 = 1e-4 * max(1.0, float(tensors[name].abs().max()) if tensors[name].numel() else 1.0)
+        orders, remainders = taylor_orders(_along(fn, tensors, name), tensors[name], check.expected_tensor(name),
+                                           h0=h0)
+        ev.info["per_input"][name] = {"orders": orders, "remainders": remainders, "h0": h0,
+                                      "direction": "uniform [0.5, 1.5) per element, seed 0", "halvings": 4}
+        ev.grads[name] = None
+    return ev
 
 
 def _evidence_dtype(dtype: str) -> str:
@@ -108,5 +137,7 @@ def _detached(g: Any) -> Any:
     return None if g is None else g.detach().clone()
 
 
-CHANNELS = {"backward": backward, "autograd.grad": autograd_grad, "finite_difference": finite_difference}
-STORED_OR_RETURNED = {"backward": "stored", "autograd.grad": "returned", "finite_difference": "estimated"}
+CHANNELS = {"backward": backward, "autograd.grad": autograd_grad, "finite_difference": finite_difference,
+            "taylor": taylor}
+STORED_OR_RETURNED = {"backward": "stored", "autograd.grad": "returned", "finite_difference": "estimated",
+                      "taylor": "remainder"}

@@ -129,6 +129,82 @@ def plan(targets: tuple[str, ...], json_path: str | None) -> None:
 
 
 @cli.command()
+@click.argument("function")
+@click.option("--at", "at", multiple=True, required=True, metavar="NAME=VALUE",
+              help="The point, one input at a time, e.g. --at x=0.7.")
+@click.option("--input", "wrt", help="The input to differentiate (default: the first in the expression).")
+@click.option("--dtype", "dtypes", multiple=True, default=("float64", "float32"), show_default=True,
+              help="Dtypes to study (repeat the option).")
+@click.option("--plot", "plots", multiple=True, type=click.Path(dir_okay=False),
+              help="Write the V curve as .png or .svg (repeat for both; needs matplotlib).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the study as JSON.")
+def steps(function: str, at: tuple[str, ...], wrt: str | None, dtypes: tuple[str, ...], plots: tuple[str, ...],
+          json_path: str | None) -> None:
+    """Study the finite-difference error against the step h for FUNCTION at a point.
+
+    Truncation error falls as h^2 and rounding error grows as eps|f|/h: the table shows
+    the V for each dtype, the best step measured and the theoretical optimum
+    h* = (3 eps |f| / |f'''|)^(1/3). Example: gradaudit steps "sin(x)*exp(x)" --at x=0.7
+    """
+    from .ledger import write_atomic
+    from .record import dumps
+    from .study import study
+
+    point = {}
+    for item in at:
+        name, sep, value = item.partition("=")
+        try:
+            point[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise SpecError(f"--at takes NAME=VALUE with a number, e.g. --at x=0.7; got {item!r}.")
+    result = study(function, point, wrt=wrt, dtypes=dtypes)
+    for line in study_lines(result):
+        click.echo(line)
+    if json_path:
+        write_atomic(json_path, dumps(result, indent=2) + "\n")
+        click.echo(f"study: {json_path}")
+    if plots:
+        from .render.plots import step_plot
+
+        for path in step_plot(result, plots):
+            click.echo(f"plot: {path}")
+
+
+def study_lines(result: dict[str, Any]) -> list[str]:
+    """The step study as text: error per step and dtype, best step, optimum, the float32 lesson."""
+    dtypes = list(result["optimum"])
+    by = {(r["dtype"], r["h"]): r for r in result["rows"]}
+    hs = sorted({r["h"] for r in result["rows"]}, reverse=True)
+    lines = [f"d/d{result['input']} {result['function']} at "
+             + ", ".join(f"{k}={v:g}" for k, v in result["at"].items())
+             + f" = {result['exact']:.17g} (reference: {result['reference']})", "",
+             "h        " + "".join(f"{d + ' |error|':>18}" for d in dtypes)]
+    for h in hs:
+        cells = []
+        for d in dtypes:
+            r = by.get((d, h))
+            mark = "*" if r is not None and result["optimum"][d]["best_h"] == h else " "
+            cells.append(f"{r['abs_error']:>17.2e}{mark}" if r else f"{'—':>17} ")
+        lines.append(f"{h:<9.0e}" + "".join(cells))
+    lines.append("")
+    for d, opt in result["optimum"].items():
+        best = f"best h {opt['best_h']:.0e} (error {opt['best_error']:.2e})" if opt["best_h"] else "no step"
+        star = (f"optimum h* = (3 eps |f| / |f'''|)^(1/3) = {opt['h']:.2e} (model error {opt['model_error']:.2e})"
+                if opt["h"] else "no optimum: f''' is 0 here, so the largest step has no truncation error")
+        lines.append(f"{d}: {best}; {star}")
+    small = [r for r in result["rows"] if r["dtype"] == "float32" and r["h"] == 1e-6]
+    best32 = result["optimum"].get("float32", {})
+    if small and best32.get("best_error"):
+        ratio = small[0]["abs_error"] / best32["best_error"]
+        lines.append(f"float32 at h = 1e-06: error {small[0]['abs_error']:.2e}, {ratio:.0f}x its best: 32-bit "
+                     "rounding noise swamps tiny steps")
+    lines.append("* = the best step measured")
+    return lines
+
+
+@cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the block as JSON.")
 def env(as_json: bool) -> None:
     """Describe Python, torch and each accelerator: compiled, available, devices, ready."""

@@ -35,7 +35,7 @@ else:  # pragma: no cover
 RECORD_KEYS = (
     "name", "function", "inputs", "analytical_gradient", "derivation", "tolerance", "methods",
     "protocol", "expect_error", "expect", "expect_why", "source", "dtype", "device",
-    "observed_gradient", "executed", "step",
+    "observed_gradient", "executed", "step", "scheme", "convention",
 )
 FILE_KEYS = ("checks", "suite", "source", "title", "description", "dtype", "device")
 INPUT_KEYS = ("value", "dtype", "device", "requires_grad")
@@ -150,8 +150,9 @@ def _check_from_record(rec: Any, defaults: Mapping[str, Any], *, suite: str, whe
             kwargs[key] = tuple(rec[key])
     if "tolerance" in rec:
         kwargs["tolerance"] = _tolerance(rec["tolerance"])
-    if "step" in rec:
-        kwargs["step"] = rec["step"]
+    for key in ("step", "scheme", "convention"):
+        if key in rec:
+            kwargs[key] = rec[key]
     if "expect_error" in rec:
         kwargs["expect_error"] = _expected_error(rec["expect_error"])
     name = _string(rec.get("name", function), "name")

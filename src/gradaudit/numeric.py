@@ -1,31 +1,24 @@
-"""Numeric evidence: central finite differences, evaluated in float64 by default.
+"""Numeric evidence, evaluated in float64 by default; each scheme says what it knows of its error.
 
-The step for element i is ``h_i = cbrt(eps) * max(1, |x_i|)`` (the optimum of the
-central-difference error ``h^2 |f'''| / 6 + eps |f| / h``), rounded so that
-``x_i + h_i`` is exactly representable; every step is recorded.
+- ``central``: ``(f(x+h) - f(x-h)) / 2h`` with ``h_i = cbrt(eps) * max(1, |x_i|)`` (the
+  optimum of ``h^2 |f'''| / 6 + eps |f| / h``) or a chosen h; steps are made exactly
+  representable and recorded.
+- ``ridders``: Ridders' extrapolation of central differences: a value *and* an error
+  estimate per element (the default: tolerances are derived from it).
+- ``complex_step``: ``Im f(x + ih) / h``, exact to rounding for holomorphic functions;
+  detected, with a recorded fallback to Ridders when the function refuses complex input.
+- ``forward`` / ``backward``: one-sided differences; together they expose kinks.
 
 >>> import torch
->>> g, info = central_difference(lambda t: (t["x"] ** 2).sum(), {"x": torch.tensor([3.0], dtype=torch.float64)}, "x")
->>> round(float(g[0]), 8)
-6.0
+>>> d, err, info = estimate(lambda t: (t ** 2).sum(), torch.tensor([3.0], dtype=torch.float64), scheme="central")
+>>> round(float(d[0]), 8), info["evaluations"]
+(6.0, 2)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
-
-
-def step_for(x: Any, chosen: float | None = None) -> Any:
-    """The per-element central-difference step for *x* (or the *chosen* h), exactly representable."""
-    import torch
-
-    if chosen is None:
-        eps = torch.finfo(x.dtype).eps
-        h = eps ** (1.0 / 3.0) * x.abs().clamp_min(1.0)
-    else:
-        h = torch.full_like(x, chosen)
-    return (x + h) - x  # exact: x + h - x is representable, so the division is by the true step
 
 
 def scalar_output(value: Any) -> Any:
@@ -41,173 +34,165 @@ def scalar_output(value: Any) -> Any:
     return value.reshape(())
 
 
-def central_difference(fn: Callable[[Mapping[str, Any]], Any], tensors: Mapping[str, Any],
-                       name: str, *, step: float | None = None) -> tuple[Any, dict[str, Any]]:
-    """d fn / d tensors[name] by central differences in the tensors' own dtype.
+# -- schemes with their own error estimates -----------------------------------------------
 
-    *fn* maps a dict of tensors to a scalar tensor. Returns the gradient (float64)
-    and the evidence: scheme, dtype, steps and number of evaluations.
-    """
+SCHEMES = ("ridders", "central", "complex_step", "forward", "backward")
+CS_STEP = 1e-20
+
+
+def _at(fn: Callable[[Any], Any], flat: Any, shape: Any, i: int, delta: float) -> float:
+    """fn at the point *flat* (reshaped to *shape*) with element i moved by *delta*."""
+    moved = flat.clone()
+    moved[i] = moved[i] + delta
+    return float(fn(moved.reshape(shape)).reshape(()).item())
+
+
+def _exact_step(x_i: float, h: float) -> float:
+    return (x_i + h) - x_i  # representable: the quotient divides by the step actually taken
+
+
+def _ridders(fn: Callable[[Any], Any], flat: Any, shape: Any, i: int, h: float, *, con: float = 2.0,
+             max_columns: int = 6, safe: float = 2.0) -> tuple[float, float, int, float]:
+    """Ridders' tableau for element i: (value, error estimate, evaluations, smallest step)."""
+    def central(step: float) -> float:
+        return (_at(fn, flat, shape, i, step) - _at(fn, flat, shape, i, -step)) / (2.0 * step)
+
+    table = [[central(h)]]
+    best, err, evals = table[0][0], float("inf"), 2
+    for col in range(1, max_columns):
+        h /= con
+        row = [central(h)]
+        evals += 2
+        fac = con * con
+        for j in range(1, col + 1):
+            row.append((row[j - 1] * fac - table[col - 1][j - 1]) / (fac - 1.0))
+            fac *= con * con
+            errt = max(abs(row[j] - row[j - 1]), abs(row[j] - table[col - 1][j - 1]))
+            if errt <= err:
+                err, best = errt, row[j]
+        table.append(row)
+        if abs(row[col] - table[col - 1][col - 1]) >= safe * err:
+            break
+    return best, err, evals, h
+
+
+def _complex_step(fn: Callable[[Any], Any], flat: Any, shape: Any, i: int) -> float:
     import torch
 
-    base = {k: v.detach() for k, v in tensors.items()}
-    x = base[name]
-    steps = step_for(x, step)
-    grad = torch.empty(x.shape, dtype=torch.float64)
-    flat_x = x.reshape(-1)
-    flat_h = steps.reshape(-1)
-    flat_g = grad.reshape(-1)
-    with torch.no_grad():
-        for i in range(flat_x.numel()):
-            values = []
-            for sign in (1.0, -1.0):
-                shifted = flat_x.clone()
-                shifted[i] = flat_x[i] + sign * flat_h[i]
-                env = dict(base)
-                env[name] = shifted.reshape(x.shape)
-                values.append(scalar_output(fn(env)).to(torch.float64))
-            flat_g[i] = (values[0] - values[1]) / (2.0 * float(flat_h[i]))
-    steps_list = steps.to(torch.float64).tolist()
-    evidence = {
-        "scheme": "central",
-        "dtype": str(x.dtype).removeprefix("torch."),
-        "step_rule": "h = cbrt(eps) * max(1, |x|)" if step is None else f"chosen: h = {step:g}",
-        "step": steps_list,
-        "evaluations": 2 * flat_x.numel(),
-    }
-    return grad, evidence
+    moved = flat.to(torch.complex128 if flat.dtype == torch.float64 else torch.complex64)
+    moved[i] = moved[i] + complex(0.0, CS_STEP)
+    value = fn(moved.reshape(shape))
+    if not torch.is_tensor(value) or not value.is_complex():
+        raise TypeError("the function returns a real result for complex input, so the imaginary part is lost")
+    return float(value.reshape(()).imag) / CS_STEP
 
 
-# -- methods with their own error estimates (issue: numeric evidence) --------------------------
+def estimate(fn: Callable[[Any], Any], x: Any, *, scheme: str = "ridders", step: float | None = None
+             ) -> tuple[Any, Any, dict[str, Any]]:
+    """d fn / dx per element by *scheme*, evaluated in x's dtype.
 
-def _along(fn: Callable[[Any], Any], x: Any, i: int, delta: Any) -> Any:
-    """fn at x with element i moved by delta (real or complex)."""
-    import torch
-
-    shifted = x.reshape(-1)
-    if torch.is_tensor(delta) and delta.is_complex():
-        shifted = shifted.to(torch.complex128)
-    shifted = shifted.clone()
-    shifted[i] = shifted[i] + delta
-    return fn(shifted.reshape(x.shape))
-
-
-def ridders(fn: Callable[[Any], Any], x: Any, *, h0: float = 0.1, con: float = 2.0, max_columns: int = 6,
-            safe: float = 2.0) -> tuple[Any, Any, int]:
-    """Ridders' extrapolation of central differences, per element of *x*.
-
-    Returns (derivative, error estimate, evaluations per element). The tableau starts at
-    ``h0 * max(1, |x_i|)`` and shrinks the step by *con*; it stops when the estimate's
-    change exceeds *safe* times the best error seen (rounding has taken over).
+    Returns (derivative in float64, error bound per element or None, evidence). The error
+    bound is the scheme's own estimate plus the rounding bound ``eps |f| / h`` (Ridders), or
+    a few ulps of the value (complex step); central and one-sided schemes give None and are
+    judged by the dtype-keyed table instead.
 
     >>> import torch
-    >>> d, err, n = ridders(lambda t: torch.sin(t).sum(), torch.tensor([0.7], dtype=torch.float64))
-    >>> abs(float(d[0]) - 0.7648421872844885) < 1e-13, n <= 12
-    (True, True)
+    >>> d, err, info = estimate(lambda t: torch.sin(t).sum(), torch.tensor([0.7], dtype=torch.float64))
+    >>> abs(float(d[0]) - 0.7648421872844885) < 1e-13, float(err[0]) < 1e-12, info["evaluations"] <= 12
+    (True, True, True)
     """
     import torch
 
-    flat = x.detach().reshape(-1).to(torch.float64)
-    deriv = torch.empty_like(flat)
-    error = torch.empty_like(flat)
-    used = 0
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown scheme {scheme!r}; schemes: {', '.join(SCHEMES)}")
+    flat = x.detach().reshape(-1).clone()
+    eps = torch.finfo(flat.dtype).eps
+    n = flat.numel()
+    deriv = torch.empty(n, dtype=torch.float64)
+    error = torch.full((n,), float("nan"), dtype=torch.float64)
+    steps: list[float] = []
+    evals, note = 0, None
     with torch.no_grad():
-        for i in range(flat.numel()):
-            h = h0 * max(1.0, abs(float(flat[i])))
-            table = [[_central(fn, flat, i, h)]]
-            best, err, evals = table[0][0], float("inf"), 2
-            for col in range(1, max_columns):
-                h /= con
-                row = [_central(fn, flat, i, h)]
-                evals += 2
-                fac = con * con
-                for j in range(1, col + 1):
-                    row.append((row[j - 1] * fac - table[col - 1][j - 1]) / (fac - 1.0))
-                    fac *= con * con
-                    errt = max(abs(row[j] - row[j - 1]), abs(row[j] - table[col - 1][j - 1]))
-                    if errt <= err:
-                        err, best = errt, row[j]
-                table.append(row)
-                if abs(row[col] - table[col - 1][col - 1]) >= safe * err:
-                    break
-            deriv[i], error[i] = best, err
-            used = max(used, evals)
-    return deriv.reshape(x.shape), error.reshape(x.shape), used
-
-
-def _central(fn: Callable[[Any], Any], flat: Any, i: int, h: float) -> float:
-    up = float(_along(fn, flat, i, h))
-    down = float(_along(fn, flat, i, -h))
-    return (up - down) / (2.0 * h)
-
-
-def one_sided(fn: Callable[[Any], Any], x: Any, *, h: float | None = None) -> tuple[Any, Any]:
-    """Forward and backward differences per element: (right slope, left slope).
-
-    Where the two disagree beyond their truncation error, *fn* has a kink at *x*.
-
-    >>> import torch
-    >>> right, left = one_sided(lambda t: torch.relu(t).sum(), torch.tensor([0.0], dtype=torch.float64))
-    >>> float(right[0]), float(left[0])
-    (1.0, 0.0)
-    """
-    import torch
-
-    flat = x.detach().reshape(-1).to(torch.float64)
-    right = torch.empty_like(flat)
-    left = torch.empty_like(flat)
-    with torch.no_grad():
-        f0 = float(fn(flat.reshape(x.shape)))
-        for i in range(flat.numel()):
-            step = h if h is not None else torch.finfo(torch.float64).eps ** 0.5 * max(1.0, abs(float(flat[i])))
-            right[i] = (float(_along(fn, flat, i, step)) - f0) / step
-            left[i] = (f0 - float(_along(fn, flat, i, -step))) / step
-    return right.reshape(x.shape), left.reshape(x.shape)
-
-
-def complex_step(fn: Callable[[Any], Any], x: Any, *, h: float = 1e-20) -> tuple[Any | None, str]:
-    """``Im f(x + ih) / h`` per element, exact to rounding for holomorphic *fn*.
-
-    Returns (derivative, note). The derivative is None, with the reason in the note, when
-    *fn* does not run on complex input or returns a real result (abs, relu, clamp do).
-    It cannot tell a non-holomorphic *fn* (one that uses conj) from a holomorphic one:
-    use it only for analytic functions.
-
-    >>> import torch
-    >>> d, note = complex_step(lambda t: (t ** 3).sum(), torch.tensor([2.0], dtype=torch.float64))
-    >>> float(d[0]), note
-    (12.0, 'complex step, h = 1e-20')
-    >>> complex_step(lambda t: torch.relu(t).sum(), torch.tensor([2.0], dtype=torch.float64))[0] is None
-    True
-    """
-    import torch
-
-    flat = x.detach().reshape(-1).to(torch.float64)
-    out = torch.empty_like(flat)
-    step = torch.tensor(complex(0.0, h), dtype=torch.complex128)
-    with torch.no_grad():
-        for i in range(flat.numel()):
+        f0 = float(fn(x.detach()).reshape(()).item())
+        if scheme == "complex_step":
             try:
-                value = _along(fn, flat, i, step)
-            except Exception as exc:  # the function refuses complex input: say so, fall back
-                return None, f"the function does not run on complex input ({type(exc).__name__}: {exc})"
-            if not torch.is_tensor(value) or not value.is_complex():
-                return None, "the function returns a real result for complex input: the imaginary part is lost"
-            out[i] = value.imag / h
-    return out.reshape(x.shape), f"complex step, h = {h:g}"
+                for i in range(n):
+                    deriv[i] = _complex_step(fn, flat, x.shape, i)
+                    error[i] = 4 * eps * abs(float(deriv[i]))
+                steps, evals = [CS_STEP] * n, 1
+            except Exception as exc:  # detected and recorded: fall back to Ridders
+                note = f"complex step unavailable ({type(exc).__name__}: {exc}); Ridders used instead"
+                scheme = "ridders"
+        for i in range(0 if scheme == "complex_step" else n):
+            x_i = float(flat[i])
+            if scheme == "ridders":
+                h0 = (step or 0.1) * max(1.0, abs(x_i))
+                deriv[i], est, used, h = _ridders(fn, flat, x.shape, i, _exact_step(x_i, h0))
+                error[i], evals = est + eps * abs(f0) / h, max(evals, used)
+            elif scheme == "central":
+                h = _exact_step(x_i, step or eps ** (1 / 3) * max(1.0, abs(x_i)))
+                deriv[i] = (_at(fn, flat, x.shape, i, h) - _at(fn, flat, x.shape, i, -h)) / (2 * h)
+                evals = 2
+            else:
+                h = _exact_step(x_i, step or eps ** 0.5 * max(1.0, abs(x_i)))
+                if scheme == "forward":
+                    deriv[i] = (_at(fn, flat, x.shape, i, h) - f0) / h
+                else:
+                    deriv[i] = (f0 - _at(fn, flat, x.shape, i, -h)) / h
+                evals = 1
+            steps.append(h)
+    info = {"scheme": scheme, "dtype": str(flat.dtype).removeprefix("torch."), "step_rule": _rule(scheme, step),
+            "step": steps, "evaluations": evals, "f": f0, "fallback": note}
+    has_error = scheme in ("ridders", "complex_step")
+    return deriv.reshape(x.shape), (error.reshape(x.shape) if has_error else None), info
+
+
+def _rule(scheme: str, step: float | None) -> str:
+    if scheme == "complex_step":
+        return "h = 1e-20 (imaginary)"
+    if scheme == "ridders":
+        return f"Ridders tableau from h0 = {step or 0.1:g} * max(1, |x|), halving per column (at most 6)"
+    if step is not None:
+        return f"chosen: h = {step:g}"
+    return "h = cbrt(eps) * max(1, |x|)" if scheme == "central" else "h = sqrt(eps) * max(1, |x|)"
+
+
+def one_sided(fn: Callable[[Any], Any], x: Any, i: int, *, h: float | None = None) -> tuple[float, float]:
+    """(left slope, right slope) of fn along element i: they differ at a kink.
+
+    >>> import torch
+    >>> one_sided(lambda t: torch.relu(t).sum(), torch.tensor([0.0], dtype=torch.float64), 0)
+    (0.0, 1.0)
+    """
+    import torch
+
+    flat = x.detach().reshape(-1).clone()
+    x_i = float(flat[i])
+    step = _exact_step(x_i, h or torch.finfo(flat.dtype).eps ** 0.5 * max(1.0, abs(x_i)))
+    with torch.no_grad():
+        f0 = float(fn(x.detach()).reshape(()).item())
+        right = (_at(fn, flat, x.shape, i, step) - f0) / step
+        left = (f0 - _at(fn, flat, x.shape, i, -step)) / step
+    return left, right
+
+
+def is_kink(left: float, right: float) -> bool:
+    """Slopes that disagree by more than one-sided truncation can explain (rel 1e-3)."""
+    return abs(right - left) > 1e-3 * max(1.0, abs(left), abs(right))
 
 
 def taylor_orders(fn: Callable[[Any], Any], x: Any, grad: Any, *, direction: Any = None,
-                  h0: float = 1e-3, steps: int = 5) -> list[float]:
-    """Observed convergence orders of ``|f(x + h v) - f(x) - h grad.v|`` as h halves.
+                  h0: float = 1e-3, steps: int = 5) -> tuple[list[float], list[float]]:
+    """Convergence orders of the remainder ``|f(x + h v) - f(x) - h grad.v|`` as h halves.
 
-    A correct gradient gives orders near 2; a wrong one, near 1 (pyadjoint's taylor_test).
+    Returns (orders, remainders). A correct gradient gives orders near 2, a wrong one
+    near 1 (pyadjoint's taylor_test); remainders at rounding level give no order (nan).
 
     >>> import torch
     >>> x = torch.tensor([0.5, -1.0], dtype=torch.float64)
     >>> f = lambda t: (t.sin() * t).sum()
     >>> good = x.sin() + x * x.cos()
-    >>> [round(o) for o in taylor_orders(f, x, good)], [round(o) for o in taylor_orders(f, x, good * 1.01)]
+    >>> [round(o) for o in taylor_orders(f, x, good)[0]], [round(o) for o in taylor_orders(f, x, good * 1.01)[0]]
     ([2, 2, 2, 2], [1, 1, 1, 1])
     """
     import math
@@ -215,16 +200,16 @@ def taylor_orders(fn: Callable[[Any], Any], x: Any, grad: Any, *, direction: Any
     import torch
 
     x64 = x.detach().to(torch.float64)
-    g = grad.detach().to(torch.float64)
     if direction is None:
         gen = torch.Generator().manual_seed(0)
         direction = torch.rand(x64.shape, generator=gen, dtype=torch.float64) + 0.5
     v = direction.to(torch.float64)
     with torch.no_grad():
-        f0 = float(fn(x64))
-        slope = float((g * v).sum())
-        remainders = []
-        for k in range(steps):
-            h = h0 / 2**k
-            remainders.append(abs(float(fn(x64 + h * v)) - f0 - h * slope))
-    return [math.log2(a / b) if a > 0 and b > 0 else float("inf") for a, b in zip(remainders, remainders[1:])]
+        f0 = float(fn(x64).reshape(()).item())
+        slope = float((grad.detach().to(torch.float64) * v).sum())
+        remainders = [abs(float(fn(x64 + h0 / 2**k * v).reshape(()).item()) - f0 - h0 / 2**k * slope)
+                      for k in range(steps)]
+    floor = 100 * torch.finfo(torch.float64).eps * max(1.0, abs(f0))
+    orders = [math.log2(a / b) if a > floor and b > floor else float("nan")
+              for a, b in zip(remainders, remainders[1:])]
+    return orders, remainders

@@ -21,8 +21,8 @@ SCHEMA_VERSION = 1
 #: fields that are the expectation: written before anything runs, identical in plan and run.
 EXPECTATION_KEYS = (
     "suite", "check", "function", "inputs", "input", "analytical_gradient", "expected_value",
-    "derivation", "method", "stored_or_returned", "protocol", "step", "tolerance", "expect",
-    "expect_error", "source",
+    "derivation", "method", "stored_or_returned", "protocol", "step", "scheme", "convention", "tolerance",
+    "expect", "expect_error", "source",
 )
 
 #: outcomes, in the order a summary lists them, and whether each makes a run fail.

@@ -12,9 +12,11 @@ from typing import Any
 
 from . import expr as _expr
 from .channels import CHANNELS, STORED_OR_RETURNED, Evidence
-from .compare import AUTOGRAD_TOLERANCES, compare, default_tolerance
+from .compare import AUTOGRAD_TOLERANCES, _unravel, compare, default_tolerance
+from .numeric import is_kink
 from .record import Record
 from .spec import Check, Matches, Probe
+from .tolerances import DERIVED_BASIS, SAFETY
 
 Progress = Callable[[Check | Probe], None]
 
@@ -29,10 +31,15 @@ def _written(value: Any) -> Any:
     return value
 
 
-def tolerance_for(check: Check, name: str | None, method: str) -> dict[str, Any]:
+def tolerance_for(check: Check, name: str | None, method: str) -> dict[str, Any] | None:
     """The tolerance that governs one comparison, with its basis and whether it is default."""
+    if method == "taylor":
+        return None  # tolerance-free: the verdict follows from the observed convergence order
     dtype = check.inputs[name].dtype if name else "float64"
     atol, rtol, basis = default_tolerance(method, dtype)
+    derived = method == "finite_difference" and check.numeric_scheme in ("ridders", "complex_step")
+    if check.tolerance is None and derived:
+        return {"atol": None, "rtol": None, "why": None, "default": True, "derived": True, "basis": DERIVED_BASIS}
     if check.tolerance is None:
         return {"atol": atol, "rtol": rtol, "why": None, "default": True, "basis": basis}
     t = check.tolerance
@@ -60,6 +67,9 @@ def expectation(check: Check, name: str | None, method: str) -> dict[str, Any]:
         "derivation": check.derivation, "method": method,
         "stored_or_returned": STORED_OR_RETURNED[method], "protocol": protocol,
         "step": check.step if method == "finite_difference" else None,
+        "scheme": check.numeric_scheme if method == "finite_difference" else None,
+        "convention": ({n: _written(v) for n, v in check.convention.items()} or None)
+        if method == "finite_difference" else None,
         "tolerance": tolerance_for(check, name, method) if name else None,
         "expect": check.expect if check.expect == "pass" else {"outcome": "fail", "why": check.expect_why},
         "expect_error": None if err is None else {"type": err.type, "match": err.match,
@@ -127,7 +137,7 @@ def probe_expectation(probe: Probe, fact: str) -> dict[str, Any]:
         "suite": probe.suite, "check": probe.name, "function": probe.source_text(), "inputs": {},
         "input": fact, "analytical_gradient": None, "expected_value": _written_fact(expected),
         "derivation": probe.derivation, "method": "observation", "stored_or_returned": "observed",
-        "protocol": None, "step": None, "tolerance": tol,
+        "protocol": None, "step": None, "scheme": None, "convention": None, "tolerance": tol,
         "expect": probe.expect if probe.expect == "pass" else {"outcome": "fail", "why": probe.expect_why},
         "expect_error": None, "source": probe.source,
     }
@@ -226,7 +236,7 @@ def _run_method(check: Check, method: str, environment_id: str | None) -> list[R
             obs = {"observed_gradient": None, "verdict": "error", "error": _error_info(raised)}
         else:
             assert evidence is not None
-            obs = _judge(exp, check.inputs[name].dtype, evidence)
+            obs = _judge(exp, check, evidence)
         obs["outcome"] = _outcome(obs["verdict"], check)
         out.append(Record(exp, {**base, **obs}))
     return out
@@ -249,21 +259,31 @@ def _judge_error(check: Check, raised: BaseException | None) -> dict[str, Any]:
     return obs
 
 
-def _judge(exp: dict[str, Any], input_dtype: str, evidence: Evidence) -> dict[str, Any]:
+def _judge(exp: dict[str, Any], check: Check, evidence: Evidence) -> dict[str, Any]:
     """Compare one channel's gradient with the expectation (already in *exp*)."""
     import torch
 
     name, method = exp["input"], exp["method"]
+    if method == "taylor":
+        return _judge_taylor(evidence.info["per_input"][name])
     grad = evidence.grads.get(name)
     expected = torch.tensor(exp["expected_value"], dtype=torch.float64)
     tol = exp["tolerance"]
-    info = dict(evidence.info)
+    obs: dict[str, Any] = dict(evidence.info)
+    atol: Any = tol["atol"]
     if method == "finite_difference":
-        info = {"evidence": info["per_input"][name], "fallback": info["fallback"]}
-        if info["fallback"] and tol["default"]:  # evidence in the input's own dtype: its table entry
-            atol, rtol, basis = default_tolerance(method, "float64", input_dtype)
-            tol = info["tolerance_used"] = {**tol, "atol": atol, "rtol": rtol, "basis": basis}
-    obs: dict[str, Any] = {**info}
+        ev = evidence.info["per_input"][name]
+        obs = {"evidence": ev, "fallback": evidence.info["fallback"] or ev["fallback"]}
+        error = evidence.errors.get(name)
+        if tol.get("derived") and error is not None:
+            eps = torch.finfo(getattr(torch, ev["dtype"])).eps
+            atol = SAFETY * error
+            tol = obs["tolerance_used"] = {**tol, "atol": float(atol.max()), "rtol": 4 * eps}
+        elif tol["default"] and (tol.get("derived") or evidence.info["fallback"]):
+            # no error estimate (or evidence in the input's own dtype): the table for that dtype
+            a, r, basis = default_tolerance(method, "float64", ev["dtype"])
+            tol = obs["tolerance_used"] = {**tol, "atol": a, "rtol": r, "basis": basis}
+            atol = a
     if grad is None:
         zero = bool((expected == 0).all())
         obs.update(observed_gradient=None, shape=None, dtype=None, device=None,
@@ -271,7 +291,7 @@ def _judge(exp: dict[str, Any], input_dtype: str, evidence: Evidence) -> dict[st
                    note="no gradient (None): the output does not depend on this input"
                         + ("; the expectation is zero" if zero else ", but the expectation is not zero"))
         return obs
-    disc = compare(grad, expected, atol=tol["atol"], rtol=tol["rtol"])
+    disc = compare(grad, expected, atol=atol, rtol=tol["rtol"])
     obs.update(
         observed_gradient=grad.to(torch.float64).tolist() if grad.dtype == torch.bfloat16 else grad.tolist(),
         shape=list(grad.shape), dtype=str(grad.dtype).removeprefix("torch."), device=str(grad.device),
@@ -279,4 +299,108 @@ def _judge(exp: dict[str, Any], input_dtype: str, evidence: Evidence) -> dict[st
     )
     if method == "finite_difference":
         obs["dtype"] = obs["evidence"]["dtype"]
+        obs["evidence_precision"] = _precision(obs["evidence"]["dtype"], evidence.errors.get(name))
+        if disc["mismatched"]:
+            obs.update(_explain_numeric(check, name, grad, expected, atol, tol, evidence))
     return obs
+
+
+def _explain_numeric(check: Check, name: str, grad: Any, expected: Any, atol: Any, tol: dict[str, Any],
+                     evidence: Evidence) -> dict[str, Any]:
+    """Tell a wrong expectation from unreliable evidence at the mismatched elements.
+
+    A kink (left and right slopes disagree) makes the numeric value meaningless there:
+    ``inconclusive``, unless a declared subgradient convention matches the expectation
+    and lies between the slopes. Evidence whose own error bound exceeds the tolerance,
+    or is larger than 1e-3 of the value, is ``inconclusive`` too.
+    """
+
+    allowed = (atol + tol["rtol"] * expected.abs()).expand(expected.shape).reshape(-1)
+    bad = ((grad - expected).abs().reshape(-1) > allowed).nonzero().flatten().tolist()
+    error = evidence.errors.get(name)
+    conv = check.convention_tensor(name)
+    kinks: list[dict[str, Any]] = []
+    noisy: list[dict[str, Any]] = []
+    conventions: list[int] = []
+    chosen = None
+    for i in bad[:20]:
+        left, right = evidence.slopes(name, i) if evidence.slopes else (float("nan"), float("nan"))
+        exp_i = float(expected.reshape(-1)[i])
+        if is_kink(left, right):
+            lo, hi = min(left, right), max(left, right)
+            if conv is not None and float(conv.reshape(-1)[i]) == exp_i and lo - 1e-6 <= exp_i <= hi + 1e-6:
+                conventions.append(i)
+                continue
+            if chosen is None:
+                chosen = _autograd_values(check, name)
+            autograd = None if chosen is None else float(chosen.reshape(-1)[i])
+            kinks.append({"index": list(_unravel(i, tuple(expected.shape))), "left_slope": left,
+                          "right_slope": right, "autograd": autograd, "expected": exp_i})
+        elif error is not None and _undecidable(float(error.reshape(-1)[i]), float(grad.reshape(-1)[i]), exp_i):
+            noisy.append({"index": list(_unravel(i, tuple(expected.shape))),
+                          "error_bound": float(error.reshape(-1)[i]), "allowed": float(allowed[i])})
+    out: dict[str, Any] = {}
+    if kinks:
+        out["kinks"] = kinks
+    if noisy:
+        out["noisy"] = noisy
+    explained = len(kinks) + len(conventions) + len(noisy)
+    if len(bad) > 20 or explained < len(bad):
+        return out  # a real mismatch remains: the verdict stays "fail"
+    if kinks or noisy:
+        parts = [f"kink at {tuple(k['index'])}: left slope {k['left_slope']:.6g}, right slope "
+                 f"{k['right_slope']:.6g}, autograd chose {k['autograd']}" for k in kinks]
+        parts += [f"numeric error bound {n['error_bound']:.3g} at {tuple(n['index'])} exceeds what the comparison "
+                  f"allows ({n['allowed']:.3g})" for n in noisy]
+        out.update(verdict="inconclusive", note="the numeric evidence cannot decide here: " + "; ".join(parts)
+                   + ". Declare a subgradient convention (convention) or move the point.")
+    else:
+        out.update(verdict="pass", note=f"kink(s) at {len(conventions)} element(s) resolved by the declared "
+                                        "convention, which lies between the one-sided slopes")
+    return out
+
+
+def _undecidable(error: float, numeric: float, expected: float) -> bool:
+    """The evidence cannot settle this element: its own error bound explains the discrepancy,
+    or it is too large (over 1e-3 of the value) to be evidence at all."""
+    return abs(numeric - expected) <= SAFETY * error or error > 1e-3 * max(1.0, abs(expected))
+
+
+def _precision(dtype: str, error: Any) -> str:
+    """How precise the numeric evidence is, in words."""
+    import math
+
+    import torch
+
+    eps = torch.finfo(getattr(torch, dtype)).eps
+    text = f"{dtype} evidence (eps {eps:.1e}, about {int(-math.log10(eps))} significant digits)"
+    if error is not None:
+        text += f"; error bound at most {float(error.max()):.1e}"
+    return text
+
+
+def _autograd_values(check: Check, name: str) -> Any:
+    from .channels import autograd_grad
+
+    try:
+        return autograd_grad(check).grads.get(name)
+    except Exception:
+        return None
+
+
+def _judge_taylor(info: dict[str, Any]) -> dict[str, Any]:
+    import math
+
+    orders = [o for o in info["orders"] if not math.isnan(o)]
+    obs: dict[str, Any] = {"observed_gradient": None, "evidence": info}
+    if not orders:
+        return {**obs, "verdict": "pass",
+                "note": "every remainder is at rounding level: the expected gradient is exact along the direction"}
+    median = sorted(orders)[len(orders) // 2]
+    obs["order"] = median
+    if median >= 1.8:
+        return {**obs, "verdict": "pass", "note": f"remainder shrinks as O(h^{median:.2f}): the gradient is right"}
+    if median <= 1.2:
+        return {**obs, "verdict": "fail", "note": f"remainder shrinks only as O(h^{median:.2f}), not O(h^2): "
+                                                  "the expected gradient is wrong along the direction"}
+    return {**obs, "verdict": "inconclusive", "note": f"observed order {median:.2f} is neither 1 nor 2"}

@@ -20,8 +20,9 @@ from . import expr as _expr
 from .errors import SpecError
 from .tolerances import default_tolerance
 
-METHODS = ("backward", "autograd.grad", "finite_difference")
-DEFAULT_METHODS = METHODS
+METHODS = ("backward", "autograd.grad", "finite_difference", "taylor")
+DEFAULT_METHODS = ("backward", "autograd.grad", "finite_difference")
+SCHEMES = ("auto", "ridders", "central", "complex_step", "forward", "backward")
 PROTOCOL_STEPS = ("forward", "backward", "backward_retain", "reset_none", "reset_zero")
 DEFAULT_PROTOCOL = ("forward", "backward")
 FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
@@ -132,6 +133,8 @@ class Check:
     source: str = ""
     suite: str = ""
     step: float | None = None
+    scheme: str = "auto"
+    convention: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -161,15 +164,28 @@ class Check:
         if self.expect == "fail" and not (self.expect_why and self.expect_why.strip()):
             raise SpecError("a check expected to fail needs 'expect_why': why it fails and why "
                             "that is kept visible rather than fixed.", field="expect_why")
+        if self.scheme not in SCHEMES:
+            raise SpecError(f"unknown scheme {self.scheme!r}.{_expr._suggest(str(self.scheme), SCHEMES)} Schemes: "
+                            f"{', '.join(SCHEMES)}.", field="scheme")
         if self.expect_error is None:
             set_(self, "expected", _normalise_expected(self.expected, self.inputs))
         elif self.expected:
             raise SpecError("a check that expects an error has no gradient expectation; remove "
                             "'analytical_gradient' or 'expect_error'.", field="analytical_gradient")
+        if self.convention:
+            set_(self, "convention", _normalise_expected(self.convention, self.inputs, partial=True,
+                                                         field="convention"))
         if self.tolerance is not None:
             _require_why(self.tolerance, self.methods, [self.inputs[n].dtype for n in self.grad_inputs])
 
     # -- derived views -------------------------------------------------------------
+    @property
+    def numeric_scheme(self) -> str:
+        """The finite-difference scheme used: Ridders unless a step or a scheme was chosen."""
+        if self.scheme != "auto":
+            return self.scheme
+        return "central" if self.step is not None else "ridders"
+
     @property
     def grad_inputs(self) -> list[str]:
         return [n for n, s in self.inputs.items() if s.requires_grad]
@@ -187,6 +203,12 @@ class Check:
     def expected_tensor(self, name: str) -> Any:
         """The expectation for input *name* as a float64 tensor of the input's shape."""
         return _expected_as_tensor(self.expected[name], self.inputs, name)
+
+    def convention_tensor(self, name: str) -> Any:
+        """The declared subgradient convention for *name* at kinks, or None."""
+        if name not in self.convention:
+            return None
+        return _expected_as_tensor(self.convention[name], self.inputs, name)
 
 
 @functools.lru_cache(maxsize=512)
@@ -306,28 +328,29 @@ def _normalise_protocol(protocol: Sequence[str], methods: tuple[str, ...]) -> tu
     return protocol
 
 
-def _normalise_expected(expected: Any, inputs: Mapping[str, InputSpec]) -> dict[str, Any]:
+def _normalise_expected(expected: Any, inputs: Mapping[str, InputSpec], *, partial: bool = False,
+                        field: str = "analytical_gradient") -> dict[str, Any]:
     grad_names = [n for n, s in inputs.items() if s.requires_grad]
     if not isinstance(expected, Mapping):
         if len(grad_names) != 1:
             raise SpecError(f"with several inputs ({', '.join(grad_names)}) the analytical "
                             "gradient must be an object keyed by input name, e.g. "
-                            "{\"w\": -12, \"b\": -6}.", field="analytical_gradient")
+                            "{\"w\": -12, \"b\": -6}.", field=field)
         expected = {grad_names[0]: expected}
     missing = [n for n in grad_names if n not in expected]
-    if missing:
+    if missing and not partial:
         raise SpecError(f"no analytical gradient for the input(s) {', '.join(missing)}: write the "
                         "expected derivative of each input that requires a gradient first.",
                         field="analytical_gradient")
     out: dict[str, Any] = {}
     for name, value in expected.items():
         if name not in inputs:
-            raise SpecError(f"the analytical gradient names '{name}', which is not an input "
+            raise SpecError(f"'{field}' names '{name}', which is not an input "
                             f"(inputs: {', '.join(inputs)}).{_expr._suggest(name, tuple(inputs))}",
-                            field="analytical_gradient")
+                            field=field)
         if not inputs[name].requires_grad:
             raise SpecError(f"'{name}' has requires_grad=false, so it has no gradient to expect.",
-                            field=f"analytical_gradient.{name}")
+                            field=f"{field}.{name}")
         if isinstance(value, str):
             value = _expr.parse(value, allowed_names=tuple(inputs))
         _expected_as_tensor(value, inputs, name)  # validates shape now, not at run time

@@ -32,3 +32,9 @@ def default_tolerance(method: str, dtype: str, evidence_dtype: str = "float64") 
         return atol, rtol, why
     atol, rtol = AUTOGRAD_TOLERANCES[dtype]
     return atol, rtol, f"default for {dtype} gradients (torch.testing.assert_close's table)"
+
+
+#: the derived tolerance is this many times the evidence's own error bound
+SAFETY = 10.0
+DERIVED_BASIS = ("derived from the evidence: 10 x (the scheme's error estimate + the rounding bound "
+                 "eps|f|/h) per element, plus rtol 4 eps for the expectation's own rounding")

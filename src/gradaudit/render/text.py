@@ -87,6 +87,8 @@ def _observed_cell(r: Record) -> str:
         return f"error: {r.get('error', {}).get('type', '?')}"
     if r.get("method") == "observation":
         return fmt_value(r.get("observed_value"))
+    if r.get("method") == "taylor":
+        return f"order {r.get('order'):.2f}" if r.get("order") is not None else "exact"
     return fmt_value(r.get("observed_gradient"))
 
 
@@ -94,6 +96,8 @@ def _tolerance_cell(r: Record) -> str:
     tol = r.get("tolerance_used") or r.get("tolerance")
     if not tol:
         return "—"
+    if tol.get("atol") is None:
+        return "derived"
     mark = "" if tol.get("default") else "*"
     return f"{fmt_number(tol['atol'])}/{fmt_number(tol['rtol'])}{mark}"
 
@@ -197,10 +201,12 @@ def _discrepancy_lines(r: Record) -> list[str]:
         out.append(f"  expected:   {fmt_value(r.get('expected_value'))}   (written: "
                    f"{fmt_value(r.get('analytical_gradient'))})")
         out.append(f"  observed:   {fmt_value(r.get('observed_gradient'))}")
-    if tol:
+    if tol and tol.get("atol") is not None:
         why = tol.get("why") or tol.get("basis")
         out.append(f"  tolerance:  atol {fmt_number(tol['atol'])}, rtol {fmt_number(tol['rtol'])}"
                    f" ({'default' if tol.get('default') else 'changed'}: {why})")
+    if r.get("evidence_precision"):
+        out.append(f"  evidence:   {r.get('evidence_precision')}")
     if disc and disc["mismatched"]:
         pct = 100.0 * disc["mismatched"] / max(disc["total"], 1)
         idx = tuple(disc["index"])

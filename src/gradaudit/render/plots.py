@@ -1,0 +1,59 @@
+"""Plots with matplotlib (the optional ``plot`` extra), headless; imported only when used."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import GradauditError
+
+COLORS = {"float64": "#1f77b4", "float32": "#d62728", "float16": "#2ca02c", "bfloat16": "#9467bd"}
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+    except ImportError:
+        raise GradauditError("plots need matplotlib: pip install 'gradaudit[plot]' (or matplotlib).") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def step_plot(study: dict[str, Any], paths: Sequence[str | Path]) -> list[Path]:
+    """The V of truncation and rounding: error against step, per dtype, best step and optimum marked."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    for dtype, opt in study["optimum"].items():
+        rows = [r for r in study["rows"] if r["dtype"] == dtype and r["abs_error"] > 0]
+        color = COLORS.get(dtype, "black")
+        ax.loglog([r["h"] for r in rows], [r["abs_error"] for r in rows], "o-", color=color, label=f"{dtype}: measured")
+        ax.loglog([r["h"] for r in rows], [r["model"] for r in rows], "--", color=color, alpha=0.5,
+                  label=f"{dtype}: model h²|f'''|/6 + eps|f|/h")
+        if opt["best_h"] is not None:
+            ax.plot([opt["best_h"]], [opt["best_error"]], "*", color=color, markersize=16,
+                    label=f"{dtype}: best h = {opt['best_h']:.0e}")
+        if opt["h"] is not None:
+            ax.axvline(opt["h"], color=color, linestyle=":", label=f"{dtype}: optimum h* = {opt['h']:.1e}")
+    ax.set_xlabel("step h")
+    ax.set_ylabel("|central difference − autograd (float64)|")
+    ax.set_title(f"d/d{study['input']} {study['function']} at "
+                 + ", ".join(f"{k}={v:g}" for k, v in study["at"].items()))
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    written = []
+    for path in paths:
+        p = Path(path)
+        if p.suffix.lower() not in (".png", ".svg"):
+            plt.close(fig)
+            raise GradauditError(f"{path}: plots are written as .png or .svg; got '{p.suffix}'.")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(f".{p.name}.tmp{p.suffix}")
+        fig.savefig(tmp, format=p.suffix[1:].lower(), metadata={"Date": None} if p.suffix.lower() == ".svg" else None)
+        tmp.replace(p)
+        written.append(p)
+    plt.close(fig)
+    return written
