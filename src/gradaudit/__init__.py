@@ -11,6 +11,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from .api import CheckResult, assert_gradients, check, check_module  # noqa: E402
 from .errors import GradauditError, GradientMismatch, SpecError  # noqa: E402
 from .ledger import read_ledger, read_results  # noqa: E402
 from .record import Record  # noqa: E402
@@ -19,6 +20,7 @@ from .spec import Check, ExpectedError, InputSpec, Matches, Probe, Tolerance  # 
 
 __all__ = [
     "Check",
+    "CheckResult",
     "ExpectedError",
     "GradauditError",
     "GradientMismatch",
@@ -29,6 +31,9 @@ __all__ = [
     "SpecError",
     "Tolerance",
     "__version__",
+    "assert_gradients",
+    "check",
+    "check_module",
     "plan",
     "read_ledger",
     "read_results",

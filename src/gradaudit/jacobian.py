@@ -1,0 +1,517 @@
+"""Jacobian checks of a function's backward: full (every element, located) and directional.
+
+Evidence is float64 by default. The numeric side uses batched central differences
+(``torch.func.vmap`` in chunks, a loop when the function cannot be vmapped), or column
+groups when the Jacobian is diagonal or banded (checked twice with fresh random weights,
+never assumed). The analytic side is ``torch.autograd.grad`` with batched, randomly scaled
+``grad_outputs``, so a backward that ignores ``grad_output`` cannot pass. Directional mode
+compares ``v^T J u`` with Ridders along ``u`` and localizes a failure to the input, then to
+elements by bisection, without building the Jacobian.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .numeric import is_kink, one_sided
+from .tolerances import SAFETY
+
+SMALL_BATCH = 16
+CHEAP_FORWARD_S = 5e-5
+CHUNK_BYTES = 32 * 2**20  # per batched call: below glibc's mmap threshold (BENCH_ANCHORS)
+TOL_REL = 1e-7  # relative floor of a full-mode comparison (central-difference truncation is ~1e-10)
+
+
+@dataclass
+class Problem:
+    """The function, its inputs in evidence precision, and which of them are checked."""
+
+    fn: Callable[..., Any]
+    inputs: list[Any]
+    names: list[str]
+    diff: list[int]
+    outputs: list[Any] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    forward_s: float = 0.0  # one plain forward, timed when the outputs were first computed
+
+    def call(self, *xs: Any) -> list[Any]:
+        out = self.fn(*xs)
+        return list(out) if isinstance(out, (tuple, list)) else [out]
+
+    def with_input(self, j: int, value: Any) -> list[Any]:
+        xs = list(self.inputs)
+        xs[j] = value
+        return xs
+
+
+@dataclass
+class Mismatch:
+    """One located disagreement between autograd and the numeric evidence."""
+
+    input: int
+    input_name: str
+    element: tuple[int, ...] | None
+    output: int | None
+    output_element: tuple[int, ...] | None
+    autograd: float | None
+    numeric: float | None
+    expected: float | None = None
+    kind: str = "value"  # value | kink | none-gradient | metadata | nondeterministic | jvp | second-order | expected
+    note: str = ""
+
+    @property
+    def abs(self) -> float:
+        if self.autograd is None or self.numeric is None:
+            return math.inf
+        return abs(self.autograd - self.numeric)
+
+    @property
+    def rel(self) -> float:
+        if self.numeric in (None, 0.0) or self.autograd is None:
+            return math.inf if self.abs else 0.0
+        return self.abs / abs(self.numeric)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"input": self.input, "input_name": self.input_name,
+                "element": list(self.element) if self.element is not None else None, "output": self.output,
+                "output_element": list(self.output_element) if self.output_element is not None else None,
+                "autograd": self.autograd, "numeric": self.numeric, "expected": self.expected,
+                "abs": self.abs, "rel": self.rel, "kind": self.kind, "note": self.note}
+
+
+def _unravel(i: int, shape: Sequence[int]) -> tuple[int, ...]:
+    out = []
+    for size in reversed(shape):
+        out.append(i % size)
+        i //= size
+    return tuple(reversed(out))
+
+
+def _steps(x: Any) -> Any:
+    import torch
+
+    eps = torch.finfo(x.dtype).eps
+    h = eps ** (1 / 3) * x.detach().abs().clamp_min(1.0)
+    return (x + h) - x
+
+
+# -- evaluation helpers -------------------------------------------------------------------
+
+def _chunk(problem: Problem, j: int) -> int:
+    per_item = 8 * (problem.inputs[j].numel() + sum(o.numel() for o in problem.outputs)) * 4
+    return max(1, min(4096, CHUNK_BYTES // max(per_item, 1)))
+
+
+def batched_outputs(problem: Problem, j: int, batch: Any, info: dict[str, Any]) -> list[Any]:
+    """Outputs for a batch of values of input j: vmap in chunks, a loop if vmap fails."""
+    import torch
+
+    size = _chunk(problem, j)
+    if batch.shape[0] <= SMALL_BATCH and problem.forward_s < CHEAP_FORWARD_S:
+        # a few calls of a cheap function: a loop costs less than setting up vmap
+        rows = [problem.call(*problem.with_input(j, b)) for b in batch]
+        return [torch.stack([r[k] for r in rows]) for k in range(len(problem.outputs))]
+    if info.get("evaluation") != "loop":
+        try:
+            def one(xj: Any) -> tuple[Any, ...]:
+                return tuple(problem.call(*problem.with_input(j, xj)))
+
+            parts = [torch.func.vmap(one)(batch[s:s + size]) for s in range(0, batch.shape[0], size)]
+            info.setdefault("evaluation", f"torch.func.vmap, chunks of {size}")
+            return [torch.cat([p[k] for p in parts]) for k in range(len(problem.outputs))]
+        except Exception as exc:  # not vmappable (e.g. an autograd.Function without setup_context)
+            info["evaluation"] = "loop"
+            info["vmap_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+    rows = [problem.call(*problem.with_input(j, b)) for b in batch]
+    return [torch.stack([r[k] for r in rows]) for k in range(len(problem.outputs))]
+
+
+def numeric_columns(problem: Problem, j: int, directions: Any, h: Any, info: dict[str, Any]) -> list[Any]:
+    """(f(x + h d) - f(x - h d)) / 2h for each direction d (rows of *directions*), per output."""
+    import torch
+
+    x = problem.inputs[j].detach()
+    d = directions.reshape(directions.shape[0], *x.shape)
+    hs = h.reshape(-1, *([1] * x.dim())) if torch.is_tensor(h) and h.dim() > 0 else h
+    batch = torch.cat([x + hs * d, x - hs * d])
+    outs = batched_outputs(problem, j, batch, info)
+    n = directions.shape[0]
+    scale = (2 * h).reshape(-1, *([1] * 0)) if torch.is_tensor(h) and h.dim() > 0 else 2 * h
+    cols = []
+    for o in outs:
+        diff = (o[:n] - o[n:]).reshape(n, -1).to(torch.float64)
+        cols.append(diff / (scale.reshape(-1, 1) if torch.is_tensor(scale) else scale))
+    return cols  # per output: (n directions, M_k)
+
+
+def analytic_rows(problem: Problem, k: int, weights: Any, info: dict[str, Any]) -> list[Any | None]:
+    """v^T J for each v in *weights* (rows, shape (B, M_k)), per checked input; None where unused.
+
+    ``torch.func.vjp`` under ``vmap`` (chunked) first, then ``autograd.grad`` with batched
+    grad_outputs, then a loop: the record says which ran.
+    """
+    import torch
+
+    out_shape = problem.outputs[k].shape
+    cot = weights.reshape(weights.shape[0], *out_shape).to(problem.outputs[k].dtype)
+    size = _chunk(problem, problem.diff[0])
+    if info.get("analytic") in (None, "torch.func.vjp under vmap"):
+        try:
+            def f_k(*checked: Any) -> Any:
+                xs = list(problem.inputs)
+                for i, value in zip(problem.diff, checked):
+                    xs[i] = value
+                return problem.call(*xs)[k]
+
+            vjp_fn = torch.func.vjp(f_k, *[problem.inputs[i] for i in problem.diff])[1]
+            got = torch.func.vmap(vjp_fn, chunk_size=size)(cot)
+            info["analytic"] = "torch.func.vjp under vmap"
+            # functorch returns zeros, never None, for an input the output does not use: ask autograd which
+            used = _used_inputs(problem, k)
+            return [g.reshape(weights.shape[0], -1).to(torch.float64) if used[i] else None for i, g in enumerate(got)]
+        except Exception as exc:
+            info["vjp_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+            info["analytic"] = "autograd.grad, batched grad_outputs"
+    xs = [x.detach().requires_grad_(i in problem.diff) for i, x in enumerate(problem.inputs)]
+    out = problem.call(*xs)[k]
+    wrt = [xs[i] for i in problem.diff]
+    if info.get("analytic") == "autograd.grad, batched grad_outputs":
+        try:
+            got = torch.autograd.grad(out, wrt, cot, is_grads_batched=True, allow_unused=True, retain_graph=True)
+            return [None if g is None else g.reshape(weights.shape[0], -1).to(torch.float64) for g in got]
+        except Exception as exc:
+            info["analytic"] = "loop"
+            info["batched_grad_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+    rows: list[list[Any]] = [[] for _ in wrt]
+    unused = [False] * len(wrt)
+    for b in range(weights.shape[0]):
+        got = torch.autograd.grad(out, wrt, cot[b], retain_graph=True, allow_unused=True)
+        for i, g in enumerate(got):
+            if g is None:
+                unused[i] = True
+            else:
+                rows[i].append(g.reshape(-1).to(torch.float64))
+    return [None if unused[i] else torch.stack(rows[i]) for i in range(len(wrt))]
+
+
+def _used_inputs(problem: Problem, k: int) -> list[bool]:
+    """Whether autograd connects output k to each checked input (None gradients stay visible)."""
+    import torch
+
+    xs = [x.detach().requires_grad_(i in problem.diff) for i, x in enumerate(problem.inputs)]
+    out = problem.call(*xs)[k]
+    if not out.requires_grad:
+        return [False] * len(problem.diff)
+    got = torch.autograd.grad(out, [xs[i] for i in problem.diff], torch.ones_like(out), allow_unused=True)
+    return [g is not None for g in got]
+
+
+# -- full mode ---------------------------------------------------------------------------
+
+@dataclass
+class Block:
+    """The Jacobian of output k with respect to input j, both sides: dense (M, N) matrices, or
+    values at (rows, cols) when a band was verified (every other entry is zero on both sides)."""
+
+    j: int
+    k: int
+    analytic: Any
+    numeric: Any
+    rounding: Any
+    structure: str
+    rows: Any = None
+    cols: Any = None
+
+
+def full_blocks(problem: Problem, gen: Any, info: dict[str, Any]) -> list[Block]:
+    """Every (output, input) block of the Jacobian, both sides, exploiting a diagonal or band."""
+    import torch
+
+    blocks = []
+    if len(problem.diff) == 1 and len(problem.outputs) == 1:
+        banded = _banded(problem, gen, info)
+        if banded is not None:
+            return [banded]
+    for j in problem.diff:
+        x = problem.inputs[j]
+        n = x.numel()
+        h = _steps(x).reshape(-1)
+        eye = torch.eye(n, dtype=x.dtype)
+        cols = numeric_columns(problem, j, eye, h, info)
+        info["evaluations"] = info.get("evaluations", 0) + 2 * n
+        f_scale = [o.detach().abs().reshape(-1).to(torch.float64) for o in problem.outputs]
+        for k, col in enumerate(cols):
+            rounding = 8 * torch.finfo(x.dtype).eps * f_scale[k].reshape(-1, 1).clamp_min(1.0) / h.reshape(1, -1)
+            blocks.append(Block(j, k, None, col.T, rounding, "dense"))
+    for k, out in enumerate(problem.outputs):
+        m = out.numel()
+        c = 0.5 + torch.rand(m, generator=gen, dtype=torch.float64)  # non-unit: a backward must scale by grad_output
+        rows = analytic_rows(problem, k, torch.diag(c), info)
+        info["backward_rows"] = info.get("backward_rows", 0) + m
+        for pos, j in enumerate(problem.diff):
+            block = next(b for b in blocks if b.j == j and b.k == k)
+            row = rows[pos]
+            block.analytic = None if row is None else row / c.reshape(-1, 1)
+    return blocks
+
+
+def _banded(problem: Problem, gen: Any, info: dict[str, Any]) -> Block | None:
+    """Try a diagonal, then bands of half-width 1, 2, 4, 8: column groups j = c mod (2b+1).
+
+    Each hypothesis is tested twice with independent random weights on both sides; it is
+    accepted only when both draws agree on both sides. Cost: 4(2b+1) evaluations and
+    2(2b+1) backward rows per hypothesis, instead of 2N and N.
+    """
+    import torch
+
+    j, k = problem.diff[0], 0
+    x, out = problem.inputs[j], problem.outputs[0]
+    n, m = x.numel(), out.numel()
+    if n != m or n < 16:
+        return None
+    h = _steps(x).reshape(-1)
+    eps = torch.finfo(x.dtype).eps
+    f_scale = out.detach().abs().reshape(-1).to(torch.float64).clamp_min(1.0)
+    idx = torch.arange(n)
+    for b in (0, 1, 2, 4, 8):
+        width = 2 * b + 1
+        if width * 8 > n:
+            break
+        draws = []
+        for _ in range(2):
+            w_num = 0.5 + torch.rand(n, generator=gen, dtype=torch.float64)
+            w_ana = 0.5 + torch.rand(n, generator=gen, dtype=torch.float64)
+            groups = torch.stack([torch.where(idx % width == c, w_num, torch.zeros(n, dtype=torch.float64))
+                                  for c in range(width)])
+            comp = numeric_columns(problem, j, groups.to(x.dtype), 1.0 * h.min(), info)[0]  # (width, M)
+            rows = analytic_rows(problem, k, torch.stack([torch.where(idx % width == c, w_ana, torch.zeros_like(w_ana))
+                                                          for c in range(width)]), info)[0]
+            info["evaluations"] = info.get("evaluations", 0) + 2 * width
+            info["backward_rows"] = info.get("backward_rows", 0) + width
+            r_all, c_all, num_vals, ana_vals = [], [], [], []
+            for off in range(-b, b + 1):
+                r = idx[(idx + off >= 0) & (idx + off < n)]
+                col = r + off
+                r_all.append(r)
+                c_all.append(col)
+                num_vals.append(comp[col % width, r] / w_num[col])  # row r of group (col mod width)
+                if rows is not None:
+                    ana_vals.append(rows[r % width, col] / w_ana[r])
+            draws.append((torch.cat(num_vals), torch.cat(ana_vals) if rows is not None else None))
+        rr, cc = torch.cat(r_all), torch.cat(c_all)
+        (n1, a1), (n2, a2) = draws
+        noise = 64 * eps * f_scale[rr] / float(h.min()) + TOL_REL * n1.abs()
+        if not bool(((n1 - n2).abs() <= noise).all()):
+            continue  # the true Jacobian is not in this band
+        if a1 is None or a2 is None or not bool(((a1 - a2).abs() <= 1e-12 * (1 + a1.abs())).all()):
+            return None  # autograd's Jacobian leaves the band: locate it with the dense check
+        name = "diagonal" if b == 0 else f"banded (half-width {b})"
+        info["structure"] = f"{name}: {width} column group(s), verified with two random draws"
+        return Block(j, k, a1, n1, 8 * eps * f_scale[rr] / float(h.min()), name, rows=rr, cols=cc)
+    return None
+
+
+def compare_blocks(problem: Problem, blocks: list[Block]) -> tuple[list[Mismatch], int]:
+    """Located mismatches of every block (None gradients included), and the number of entries."""
+    mismatches: list[Mismatch] = []
+    total = 0
+    for blk in blocks:
+        out_shape = tuple(problem.outputs[blk.k].shape)
+        in_shape = tuple(problem.inputs[blk.j].shape)
+        total += problem.outputs[blk.k].numel() * problem.inputs[blk.j].numel()
+        name = problem.names[blk.j]
+        if blk.analytic is None:
+            nz = blk.numeric.abs() > blk.rounding + TOL_REL
+            if bool(nz.any()):
+                r, c = (int(v) for v in nz.nonzero()[0])
+                mismatches.append(Mismatch(blk.j, name, _unravel(c, in_shape), blk.k, _unravel(r, out_shape), None,
+                                           float(blk.numeric[r, c]), kind="none-gradient",
+                                           note=f"'{name}' requires grad but autograd gives None, while the "
+                                                f"numeric gradient is non-zero at {int(nz.sum())} entries"))
+            continue
+        diff = (blk.analytic - blk.numeric).abs()
+        allowed = SAFETY * blk.rounding + TOL_REL * blk.numeric.abs().clamp_min(1.0)
+        bad = diff > allowed
+        if blk.rows is None:
+            where = [tuple(p) for p in bad.nonzero().tolist()]
+            values = [(float(blk.analytic[r, c]), float(blk.numeric[r, c])) for r, c in where]
+        else:
+            pos = bad.nonzero().flatten().tolist()
+            where = [(int(blk.rows[p]), int(blk.cols[p])) for p in pos]
+            values = [(float(blk.analytic[p]), float(blk.numeric[p])) for p in pos]
+        for (r, c), (a, nv) in zip(where, values):
+            mismatches.append(Mismatch(blk.j, name, _unravel(c, in_shape), blk.k, _unravel(r, out_shape), a, nv))
+    return mismatches, total
+
+
+def classify_kinks(problem: Problem, mismatches: list[Mismatch], limit: int = 20) -> None:
+    """Mark mismatches where one-sided slopes disagree as kinks (numeric evidence meaningless there)."""
+    for mm in mismatches[:limit]:
+        if mm.kind != "value" or mm.element is None or mm.output is None or mm.output_element is None:
+            continue
+        x = problem.inputs[mm.input]
+        k = mm.output
+        flat_out = _flat_index(mm.output_element, tuple(problem.outputs[k].shape))
+
+        def component(t: Any, mm: Mismatch = mm, k: int = k, flat_out: int = flat_out) -> Any:
+            return problem.call(*problem.with_input(mm.input, t))[k].reshape(-1)[flat_out]
+
+        left, right = one_sided(component, x, _flat_index(mm.element, tuple(x.shape)))
+        if is_kink(left, right):
+            mm.kind = "kink"
+            mm.note = f"left slope {left:.6g}, right slope {right:.6g}, autograd chose {mm.autograd:.6g}"
+
+
+def _flat_index(index: tuple[int, ...], shape: tuple[int, ...]) -> int:
+    flat = 0
+    for i, size in zip(index, shape):
+        flat = flat * size + i
+    return flat
+
+
+# -- directional mode ----------------------------------------------------------------------
+
+RIDDERS_COLUMNS = 6
+
+
+def ridders_steps(h0: float) -> list[float]:
+    """The tableau's steps h0, h0/2, ...: +h and -h for each, evaluated in one batch."""
+    steps = [h0 / 2**c for c in range(RIDDERS_COLUMNS)]
+    return [t for h in steps for t in (h, -h)]
+
+
+def _ridders_scalar(phi_many: Callable[[list[float]], list[float]], h0: float = 1e-2) -> tuple[float, float, int]:
+    """Ridders' derivative at 0 of a scalar function, all 12 points evaluated in one batch by
+    *phi_many*: (value, error bound including the rounding of the last quotient, evaluations)."""
+    ts = ridders_steps(h0)
+    values = phi_many(ts)
+    scale = max(abs(v) for v in values)
+    cols = [(values[2 * c] - values[2 * c + 1]) / (2 * ts[2 * c]) for c in range(RIDDERS_COLUMNS)]
+    table = [[cols[0]]]
+    best, err, h = cols[0], math.inf, ts[0]
+    for col in range(1, RIDDERS_COLUMNS):
+        h = ts[2 * col]
+        row = [cols[col]]
+        fac = 4.0
+        for i in range(1, col + 1):
+            row.append((row[i - 1] * fac - table[col - 1][i - 1]) / (fac - 1))
+            fac *= 4.0
+            e = max(abs(row[i] - row[i - 1]), abs(row[i] - table[col - 1][i - 1]))
+            if e <= err:
+                err, best = e, row[i]
+        table.append(row)
+        if abs(row[col] - table[col - 1][col - 1]) >= 2 * err:
+            break
+    return best, err + 2.3e-16 * scale / h, len(ts)
+
+
+def scalar_batch(phi: Callable[[float], float]) -> Callable[[list[float]], list[float]]:
+    return lambda ts: [phi(t) for t in ts]
+
+
+def directional(problem: Problem, gen: Any, info: dict[str, Any], *, localize: bool = True,
+                max_located: int = 10) -> tuple[list[Mismatch], list[dict[str, Any]]]:
+    """Compare v^T J_j u_j with Ridders along u_j per input; localize failures by bisection."""
+    import torch
+
+    vs = [(0.5 + torch.rand(o.shape, generator=gen, dtype=torch.float64))
+          * torch.where(torch.rand(o.shape, generator=gen) < 0.5, -1.0, 1.0).to(torch.float64)
+          for o in problem.outputs]
+    xs = [x.detach().requires_grad_(i in problem.diff) for i, x in enumerate(problem.inputs)]
+    outs = problem.call(*xs)
+    grads = torch.autograd.grad(outs, [xs[i] for i in problem.diff], [v.to(o.dtype) for v, o in zip(vs, outs)],
+                                allow_unused=True)
+    info["backward_calls"] = 1
+    evals = [0]
+
+    def phi_for(j: int, u: Any) -> Callable[[list[float]], list[float]]:
+        x = problem.inputs[j].detach()
+
+        def phi_many(ts: list[float]) -> list[float]:
+            evals[0] += len(ts)
+            t = torch.tensor(ts, dtype=torch.float64).reshape(-1, *([1] * x.dim()))
+            with torch.no_grad():
+                outs = batched_outputs(problem, j, (x + t * u).to(x.dtype), info)
+            total = sum((o.to(torch.float64) * v).reshape(len(ts), -1).sum(1) for o, v in zip(outs, vs))
+            return [float(value) for value in total]  # type: ignore[union-attr]
+        return phi_many
+
+    mismatches: list[Mismatch] = []
+    comparisons = []
+    for pos, j in enumerate(problem.diff):
+        x = problem.inputs[j]
+        u = torch.randn(x.shape, generator=gen, dtype=torch.float64)
+        u = u / u.norm().clamp_min(1e-300)
+        g = grads[pos]
+        h0 = 1e-2 * max(1.0, float(x.detach().abs().max()) if x.numel() else 1.0)
+        numeric, err, _ = _ridders_scalar(phi_for(j, u), h0)
+        analytic = None if g is None else float((g.to(torch.float64) * u).sum())
+        allowed = _allowed(err, g, u, numeric)
+        ok = analytic is not None and abs(analytic - numeric) <= allowed
+        if g is None:
+            ok = abs(numeric) <= allowed
+        comparisons.append({"input": problem.names[j], "autograd": analytic, "numeric": numeric,
+                            "error_bound": err, "allowed": allowed, "ok": ok})
+        if ok:
+            continue
+        if g is None:
+            mismatches.append(Mismatch(j, problem.names[j], None, None, None, None, numeric, kind="none-gradient",
+                                       note=f"'{problem.names[j]}' requires grad but autograd gives None, while "
+                                            f"the numeric directional derivative is {numeric:.6g}"))
+            continue
+        if not localize:
+            mismatches.append(Mismatch(j, problem.names[j], None, None, None, analytic, numeric))
+            continue
+        mismatches += _bisect(problem, j, g.to(torch.float64), u, phi_for, h0, max_located)
+    info["evaluations"] = evals[0]
+    return mismatches, comparisons
+
+
+def _allowed(err: float, g: Any, u: Any, numeric: float) -> float:
+    import torch
+
+    eps = torch.finfo(torch.float64).eps
+    dot_rounding = 0.0 if g is None else 4 * eps * float((g.to(torch.float64) * u).abs().sum()) * math.sqrt(u.numel())
+    return SAFETY * (err + dot_rounding) + 4 * eps * abs(numeric) + 1e-300
+
+
+Batched = Callable[[list[float]], list[float]]
+
+
+def _bisect(problem: Problem, j: int, g: Any, u: Any, phi_for: Callable[[int, Any], Batched], h0: float,
+            max_located: int) -> list[Mismatch]:
+    """Split the perturbed elements in halves, keep the halves that disagree, down to elements."""
+    import torch
+
+    flat_u, flat_g = u.reshape(-1), g.reshape(-1)
+    pending = [(0, flat_u.numel())]
+    located: list[Mismatch] = []
+    shape = tuple(problem.inputs[j].shape)
+    while pending and len(located) < max_located:
+        lo, hi = pending.pop(0)
+        mask = torch.zeros_like(flat_u)
+        mask[lo:hi] = 1.0
+        if hi - lo == 1:  # an element: use the unit direction, report d(v^T f)/dx_i
+            e = torch.zeros_like(flat_u)
+            e[lo] = 1.0
+            sub = e.reshape(u.shape)
+            analytic = float(flat_g[lo])
+        else:
+            sub = (flat_u * mask).reshape(u.shape)
+            analytic = float((flat_g * flat_u * mask).sum())
+        numeric, err, _ = _ridders_scalar(phi_for(j, sub), h0)
+        if abs(analytic - numeric) <= _allowed(err, g.reshape(-1)[lo:hi], flat_u[lo:hi], numeric):
+            continue
+        if hi - lo == 1:
+            located.append(Mismatch(j, problem.names[j], _unravel(lo, shape), None, None, analytic, numeric,
+                                    note="v^T J at this element (v: the random output weights)"))
+        else:
+            mid = (lo + hi) // 2
+            pending += [(lo, mid), (mid, hi)]
+    if not located:  # the parts agree but the whole did not (cancellation): report the input
+        located.append(Mismatch(j, problem.names[j], None, None, None, float((g * u).sum()), None,
+                                note="the directional check failed but no single element could be isolated"))
+    return located

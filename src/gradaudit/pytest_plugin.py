@@ -1,0 +1,51 @@
+"""pytest plugin (entry point ``pytest11``): a ``gradaudit`` fixture and a ``gradaudit`` marker.
+
+    @pytest.mark.gradaudit(mode="full", seed=3)
+    def test_my_op(gradaudit):
+        x = torch.randn(5, dtype=torch.float64, requires_grad=True)
+        gradaudit.assert_gradients(my_op, (x,))
+
+torch is imported only when a test uses the fixture.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+
+def pytest_configure(config: Any) -> None:
+    config.addinivalue_line(
+        "markers", "gradaudit(**options): default options (mode, seed, order, forward_ad, ...) for the "
+                   "gradaudit fixture's check and assert_gradients")
+
+
+class GradauditFixture:
+    """ga.check / ga.assert_gradients / ga.check_module with the marker's options as defaults."""
+
+    def __init__(self, **defaults: Any):
+        self.defaults = defaults
+
+    def check(self, fn: Any, inputs: Any, **options: Any) -> Any:
+        from .api import check
+
+        return check(fn, inputs, **{**self.defaults, **options})
+
+    def assert_gradients(self, fn: Any, inputs: Any, **options: Any) -> Any:
+        __tracebackhide__ = True
+        from .api import assert_gradients
+
+        return assert_gradients(fn, inputs, **{**self.defaults, **options})
+
+    def check_module(self, model: Any, inputs: Any, loss_fn: Any = None, **options: Any) -> Any:
+        from .api import check_module
+
+        return check_module(model, inputs, loss_fn, **{**self.defaults, **options})
+
+
+@pytest.fixture
+def gradaudit(request: Any) -> GradauditFixture:
+    """Check gradients in a test; options come from ``@pytest.mark.gradaudit(...)``."""
+    marker = request.node.get_closest_marker("gradaudit")
+    return GradauditFixture(**(dict(marker.kwargs) if marker else {}))
