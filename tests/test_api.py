@@ -201,7 +201,8 @@ def test_gradient_metadata_is_compared_with_the_inputs(monkeypatch):
     from gradaudit import api
 
     monkeypatch.setattr(torch.autograd, "grad", float32_grads)
-    found = api._metadata(api._problem(f.apply, (leaf(4),), None), (leaf(4),), None)
+    problem = api._problem(f.apply, (leaf(4),), None)
+    found, _ = api._metadata(problem, (leaf(4),), None, [torch.ones(4, dtype=F64)])
     notes = " ".join(m.note for m in found)
     assert "dtype torch.float32, its input torch.float64" in notes and "shape (3,), its input (4,)" in notes
 

@@ -124,15 +124,18 @@ def check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, mode: Mode = "
     info: dict[str, Any] = {"dtype": str(problem.inputs[problem.diff[0]].dtype).removeprefix("torch.")}
     if problem.notes:
         info["notes"] = problem.notes
-    mismatches: list[Mismatch] = []
-    mismatches += _metadata(problem, inputs, nondet_tol)
+    vs = [(0.5 + torch.rand(o.shape, generator=gen, dtype=torch.float64))
+          * torch.where(torch.rand(o.shape, generator=gen) < 0.5, -1.0, 1.0).to(torch.float64)
+          for o in problem.outputs]  # random, non-unit output weights: a backward must use grad_output
+    mismatches, first = _metadata(problem, inputs, nondet_tol, vs)
+    same_precision = all(problem.inputs[j].dtype == _as_list(inputs)[j].dtype for j in problem.diff)
     if chosen == "full":
         blocks = full_blocks(problem, gen, info)
         found, info["entries"] = compare_blocks(problem, blocks)
         classify_kinks(problem, found)
         mismatches += found
     else:
-        found, comparisons = directional(problem, gen, info)
+        found, comparisons = directional(problem, gen, info, vs=vs, grads=first if same_precision else None)
         info["entries"] = sum(problem.inputs[j].numel() for j in problem.diff)
         info["directional"] = comparisons
         mismatches += found
@@ -151,10 +154,14 @@ def check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, mode: Mode = "
     return result
 
 
+def _as_list(inputs: Sequence[Any] | Any) -> list[Any]:
+    return list(inputs) if isinstance(inputs, (tuple, list)) else [inputs]
+
+
 def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequence[str] | None) -> Problem:
     import torch
 
-    xs: list[Any] = list(inputs) if isinstance(inputs, (tuple, list)) else [inputs]
+    xs = _as_list(inputs)
     if not xs or not all(torch.is_tensor(x) for x in xs):
         raise SpecError("inputs must be a tensor or a tuple of tensors, e.g. (x,) with "
                         "x = torch.randn(3, dtype=torch.float64, requires_grad=True).", field="inputs")
@@ -172,10 +179,13 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
     promoted = [x.detach().to(torch.float64) if x.is_floating_point() else x.detach() for x in xs]
     problem = Problem(fn, promoted, labels, diff)
     try:
+        leaves = [x.requires_grad_(i in diff) for i, x in enumerate(promoted)]
         start = time.perf_counter()
-        with torch.no_grad():
-            problem.outputs = [o.detach() for o in problem.call(*promoted)]
+        outs = problem.call(*leaves)  # with its graph: the metadata check's backward reuses it
         problem.forward_s = time.perf_counter() - start
+        problem.outputs = [o.detach() for o in outs]
+        problem.inputs = [x.detach() for x in leaves]
+        problem.graph = (leaves, outs)
     except Exception as exc:  # the function refuses float64: check in the inputs' own precision, and say so
         problem.inputs = [x.detach() for x in xs]
         problem.outputs = [o.detach() for o in problem.call(*problem.inputs)]
@@ -197,18 +207,23 @@ def _arg_names(fn: Callable[..., Any], count: int) -> list[str]:
     return params[:count] if len(params) >= count else [f"input{i}" for i in range(count)]
 
 
-def _metadata(problem: Problem, inputs: Any, nondet_tol: Tolerance | None) -> list[Mismatch]:
-    """dtype/shape/device of gradients equal their inputs'; a repeated backward gives the same gradients."""
+def _metadata(problem: Problem, inputs: Any, nondet_tol: Tolerance | None, vs: list[Any]
+              ) -> tuple[list[Mismatch], tuple[Any, ...]]:
+    """dtype/shape/device of gradients equal their inputs'; a second backward through the same graph
+    gives the same gradients. Returns the mismatches and the first backward's gradients (for *vs*)."""
     import torch
 
-    xs = [x.detach().clone().requires_grad_(x.requires_grad) for x in (inputs if isinstance(inputs, (tuple, list))
-                                                                       else [inputs])]
-    found: list[Mismatch] = []
-    runs = []
-    for _ in range(2):
+    originals = _as_list(inputs)
+    if problem.graph is not None and all(x.dtype == originals[i].dtype for i, x in enumerate(problem.graph[0])):
+        xs, outs = problem.graph  # the inputs were float64 already: reuse the first forward's graph
+    else:
+        xs = [x.detach().requires_grad_(x.requires_grad) for x in originals]
         outs = problem.call(*xs)
-        vs = [torch.rand(o.shape, generator=torch.Generator().manual_seed(7), dtype=o.dtype) + 0.5 for o in outs]
-        runs.append(torch.autograd.grad(outs, [xs[i] for i in problem.diff], vs, allow_unused=True))
+    cot = [v.to(o.dtype) for v, o in zip(vs, outs)]
+    wrt = [xs[i] for i in problem.diff]
+    runs = [torch.autograd.grad(outs, wrt, cot, allow_unused=True, retain_graph=True),
+            torch.autograd.grad(outs, wrt, cot, allow_unused=True)]
+    found: list[Mismatch] = []
     for pos, j in enumerate(problem.diff):
         g, x, name = runs[0][pos], xs[j], problem.names[j]
         if g is None:
@@ -229,7 +244,7 @@ def _metadata(problem: Problem, inputs: Any, nondet_tol: Tolerance | None) -> li
                                        + ("" if nondet_tol is None else f" (allowed {limit:g}: {nondet_tol.why})")
                                        + "; pass nondet_tol=Tolerance(atol, 0, why=...) for a known "
                                          "nondeterministic op"))
-    return found
+    return found, runs[0]
 
 
 def _forward_ad(problem: Problem, gen: Any, info: dict[str, Any]) -> list[Mismatch]:
