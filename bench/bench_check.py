@@ -102,15 +102,16 @@ def run_table(sizes: list[int], cases: str) -> list[str]:
 
 
 def peak(c: str, method: str, n: int) -> str:
-    """Peak RSS above the base, in a fresh process, for one call."""
-    code = (f"import resource, torch, sys; sys.path.insert(0, 'bench'); import bench_check as b; "
+    """Peak RSS above the base for one call, in a fresh process (VmHWM, reset before the call)."""
+    code = (f"import re, sys, torch; sys.path.insert(0, 'bench'); import bench_check as b; "
             f"torch.set_num_threads(1); fn, x0 = b.case({c!r}, {n}); m = b.methods(fn, x0); "
-            f"ga_warm = b.ga.check(lambda x: x * x, (torch.ones(2, dtype=torch.float64, requires_grad=True),)); "
-            f"import re; base = int(re.search(r'VmRSS:\\s+(\\d+)', open('/proc/self/status').read()).group(1)); "
-            f"m[{method!r}](); print(base, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+            f"b.ga.check(lambda x: x * x, (torch.ones(2, dtype=torch.float64, requires_grad=True),)); "
+            f"status = lambda key: int(re.search(key + r':\\s+(\\d+)', open('/proc/self/status').read()).group(1)); "
+            f"open('/proc/self/clear_refs', 'w').write('5'); base = status('VmRSS'); "
+            f"m[{method!r}](); print(base, status('VmHWM'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     if out.returncode:
-        return "error"
+        return "error: " + out.stderr.strip().splitlines()[-1][:80]
     base, top = (int(v) for v in out.stdout.split())
     return f"{(top - base) / 1024:.0f}"
 

@@ -12,7 +12,7 @@ elements by bisection, without building the Jacobian.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,7 @@ class Problem:
     notes: list[str] = field(default_factory=list)
     forward_s: float = 0.0  # one plain forward, timed when the outputs were first computed
     graph: tuple[list[Any], list[Any]] | None = None  # (leaves, outputs) of that forward
+    item_bytes: int | None = None  # bytes one forward allocates, for chunk sizes
 
     def call(self, *xs: Any) -> list[Any]:
         out = self.fn(*xs)
@@ -102,8 +103,34 @@ def _steps(x: Any) -> Any:
 # -- evaluation helpers -------------------------------------------------------------------
 
 def _chunk(problem: Problem, j: int) -> int:
-    per_item = 8 * (problem.inputs[j].numel() + sum(o.numel() for o in problem.outputs)) * 4
-    return max(1, min(4096, CHUNK_BYTES // max(per_item, 1)))
+    """Batch items per call so that one call's tensors stay under CHUNK_BYTES."""
+    if problem.item_bytes is None:
+        problem.item_bytes = _bytes_per_call(problem)
+    return max(1, min(4096, CHUNK_BYTES // max(problem.item_bytes, 1)))
+
+
+def _bytes_per_call(problem: Problem) -> int:
+    """Bytes of every tensor one forward creates (its intermediates), counted by a dispatch mode."""
+    import torch
+
+    fallback = 8 * 4 * (sum(x.numel() for x in problem.inputs) + sum(o.numel() for o in problem.outputs))
+    try:
+        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils._pytree import tree_leaves
+
+        class Count(TorchDispatchMode):
+            total = 0
+
+            def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                out = func(*args, **(kwargs or {}))
+                self.total += sum(t.numel() * t.element_size() for t in tree_leaves(out) if torch.is_tensor(t))
+                return out
+
+        with torch.no_grad(), Count() as counter:
+            problem.call(*problem.inputs)
+        return max(int(counter.total), fallback // 4)
+    except Exception:  # a private API: fall back to the inputs' and outputs' size
+        return fallback
 
 
 def batched_outputs(problem: Problem, j: int, batch: Any, info: dict[str, Any]) -> list[Any]:
@@ -225,38 +252,48 @@ class Block:
     structure: str
     rows: Any = None
     cols: Any = None
+    col_offset: int = 0
 
 
-def full_blocks(problem: Problem, gen: Any, info: dict[str, Any]) -> list[Block]:
-    """Every (output, input) block of the Jacobian, both sides, exploiting a diagonal or band."""
+def full_blocks(problem: Problem, gen: Any, info: dict[str, Any]) -> Iterator[Block]:
+    """Every (output, input) block of the Jacobian, both sides, exploiting a diagonal or band.
+
+    Dense blocks come in column chunks, each compared and dropped: memory holds autograd's
+    Jacobian (8 M N bytes) plus one chunk of numeric columns.
+    """
     import torch
 
-    blocks = []
     if len(problem.diff) == 1 and len(problem.outputs) == 1:
         banded = _banded(problem, gen, info)
         if banded is not None:
-            return [banded]
-    for j in problem.diff:
-        x = problem.inputs[j]
-        n = x.numel()
-        h = _steps(x).reshape(-1)
-        eye = torch.eye(n, dtype=x.dtype)
-        cols = numeric_columns(problem, j, eye, h, info)
-        info["evaluations"] = info.get("evaluations", 0) + 2 * n
-        f_scale = [o.detach().abs().reshape(-1).to(torch.float64) for o in problem.outputs]
-        for k, col in enumerate(cols):
-            rounding = 8 * torch.finfo(x.dtype).eps * f_scale[k].reshape(-1, 1).clamp_min(1.0) / h.reshape(1, -1)
-            blocks.append(Block(j, k, None, col.T, rounding, "dense"))
+            yield banded
+            return
+    analytic: dict[tuple[int, int], Any] = {}
     for k, out in enumerate(problem.outputs):
         m = out.numel()
         c = 0.5 + torch.rand(m, generator=gen, dtype=torch.float64)  # non-unit: a backward must scale by grad_output
         rows = analytic_rows(problem, k, torch.diag(c), info)
         info["backward_rows"] = info.get("backward_rows", 0) + m
         for pos, j in enumerate(problem.diff):
-            block = next(b for b in blocks if b.j == j and b.k == k)
             row = rows[pos]
-            block.analytic = None if row is None else row / c.reshape(-1, 1)
-    return blocks
+            analytic[j, k] = None if row is None else row / c.reshape(-1, 1)
+    f_scale = [o.detach().abs().reshape(-1, 1).to(torch.float64).clamp_min(1.0) for o in problem.outputs]
+    for j in problem.diff:
+        x = problem.inputs[j]
+        n = x.numel()
+        h = _steps(x).reshape(-1)
+        eps = torch.finfo(x.dtype).eps
+        width = max(1, _chunk(problem, j) // 2)
+        for a in range(0, n, width):
+            b = min(n, a + width)
+            eye = torch.zeros(b - a, n, dtype=x.dtype)
+            eye[torch.arange(b - a), torch.arange(a, b)] = 1.0
+            cols = numeric_columns(problem, j, eye, h[a:b], info)
+            info["evaluations"] = info.get("evaluations", 0) + 2 * (b - a)
+            for k, col in enumerate(cols):
+                ana = analytic[j, k]
+                yield Block(j, k, None if ana is None else ana[:, a:b], col.T,
+                            8 * eps * f_scale[k] / h[a:b].reshape(1, -1), "dense", col_offset=a)
 
 
 def _banded(problem: Problem, gen: Any, info: dict[str, Any]) -> Block | None:
@@ -315,21 +352,22 @@ def _banded(problem: Problem, gen: Any, info: dict[str, Any]) -> Block | None:
     return None
 
 
-def compare_blocks(problem: Problem, blocks: list[Block]) -> tuple[list[Mismatch], int]:
+def compare_blocks(problem: Problem, blocks: Iterable[Block]) -> tuple[list[Mismatch], int]:
     """Located mismatches of every block (None gradients included), and the number of entries."""
     mismatches: list[Mismatch] = []
     total = 0
     for blk in blocks:
         out_shape = tuple(problem.outputs[blk.k].shape)
         in_shape = tuple(problem.inputs[blk.j].shape)
-        total += problem.outputs[blk.k].numel() * problem.inputs[blk.j].numel()
+        full_size = problem.outputs[blk.k].numel() * problem.inputs[blk.j].numel()
+        total += blk.numeric.numel() if blk.rows is None else full_size
         name = problem.names[blk.j]
         if blk.analytic is None:
             nz = blk.numeric.abs() > blk.rounding + TOL_REL
             if bool(nz.any()):
                 r, c = (int(v) for v in nz.nonzero()[0])
-                mismatches.append(Mismatch(blk.j, name, _unravel(c, in_shape), blk.k, _unravel(r, out_shape), None,
-                                           float(blk.numeric[r, c]), kind="none-gradient",
+                mismatches.append(Mismatch(blk.j, name, _unravel(c + blk.col_offset, in_shape), blk.k,
+                                           _unravel(r, out_shape), None, float(blk.numeric[r, c]), kind="none-gradient",
                                            note=f"'{name}' requires grad but autograd gives None, while the "
                                                 f"numeric gradient is non-zero at {int(nz.sum())} entries"))
             continue
@@ -337,8 +375,9 @@ def compare_blocks(problem: Problem, blocks: list[Block]) -> tuple[list[Mismatch
         allowed = SAFETY * blk.rounding + TOL_REL * blk.numeric.abs().clamp_min(1.0)
         bad = diff > allowed
         if blk.rows is None:
-            where = [tuple(p) for p in bad.nonzero().tolist()]
-            values = [(float(blk.analytic[r, c]), float(blk.numeric[r, c])) for r, c in where]
+            where = [(r, c + blk.col_offset) for r, c in bad.nonzero().tolist()]
+            values = [(float(blk.analytic[r, c - blk.col_offset]), float(blk.numeric[r, c - blk.col_offset]))
+                      for r, c in where]
         else:
             pos = bad.nonzero().flatten().tolist()
             where = [(int(blk.rows[p]), int(blk.cols[p])) for p in pos]
