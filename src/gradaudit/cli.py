@@ -61,14 +61,83 @@ def cli() -> None:
     """
 
 
+def _report_options(f: Any) -> Any:
+    for option in reversed((
+        click.option("--html", "html_path", type=click.Path(dir_okay=False),
+                     help="Write a self-contained HTML report."),
+        click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML."),
+        click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False),
+                     help="Write a Markdown summary table."),
+    )):
+        f = option(f)
+    return f
+
+
+def _write_reports(records: list[Any], header: dict[str, Any], html_path: str | None, junit_path: str | None,
+                   markdown_path: str | None) -> list[str]:
+    """Render the records to each requested file (atomically); return what was written."""
+    from .ledger import write_atomic
+
+    written = []
+    if html_path:
+        from .render.html import render_html
+
+        write_atomic(html_path, render_html(records, header))
+        written.append(f"html: {html_path}")
+    if junit_path:
+        from .render.junit import junit_xml
+
+        write_atomic(junit_path, junit_xml(records, header))
+        written.append(f"junit: {junit_path}")
+    if markdown_path:
+        from .render.markdown import markdown
+
+        write_atomic(markdown_path, markdown(records, header))
+        written.append(f"markdown: {markdown_path}")
+    return written
+
+
+class LazyProgress:
+    """A rich progress bar that appears only on a terminal, and only once a run passes one second."""
+
+    def __init__(self, console: Any, total: int, *, after_s: float = 1.0):
+        import time
+
+        self.console, self.total, self.after_s = console, total, after_s
+        self.start, self.done = time.perf_counter(), 0
+        self.bar: Any = None
+        self.task: Any = None
+
+    def __call__(self, check: Any) -> None:
+        import time
+
+        self.done += 1
+        if not self.console.is_terminal:
+            return
+        if self.bar is None and time.perf_counter() - self.start > self.after_s and self.done < self.total:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("checking"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                TextColumn("{task.description}"), console=self.console, transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("", total=self.total, completed=self.done)
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.done, description=str(getattr(check, "name", "")))
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
 @cli.command()
 @click.argument("targets", nargs=-1)
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write records as JSON Lines (atomically).")
+@_report_options
 @click.option("--check", "pattern", help="Run only checks whose name contains this text.")
 @click.option("--list", "list_only", is_flag=True, help="List the checks without running them.")
 @click.option("--width", type=int, default=None, help="Table width (default: the terminal's).")
-def run(targets: tuple[str, ...], json_path: str | None, pattern: str | None, list_only: bool,
-        width: int | None) -> None:
+def run(targets: tuple[str, ...], json_path: str | None, html_path: str | None, junit_path: str | None,
+        markdown_path: str | None, pattern: str | None, list_only: bool, width: int | None) -> None:
     """Run the checks of built-in SUITES or ledger FILES (default: every built-in suite)."""
     from .env import environment, summary_lines
     from .ledger import results_text, write_atomic
@@ -87,23 +156,66 @@ def run(targets: tuple[str, ...], json_path: str | None, pattern: str | None, li
     env = environment()
     records = []
     repro = {}
+    progress = LazyProgress(console, sum(len(checks) for _, checks in loaded))
     try:
         for label, checks in loaded:
-            records += run_checks(checks, environment_id=env["id"])
+            records += run_checks(checks, environment_id=env["id"], progress=progress)
             repro.update({c.name: _repro(label, c.name) for c in checks})
     except KeyboardInterrupt:
+        progress.stop()
         click.echo(f"interrupted after {len(records)} records; nothing was written"
                    + (f" and {json_path} is untouched" if json_path else "") + ".", err=True)
         sys.exit(130)
+    progress.stop()
     counts = summarize(records)
+    header = {"environment": env, "targets": [label for label, _ in loaded], "summary": counts}
     if json_path:
-        header = {"environment": env, "targets": [label for label, _ in loaded], "summary": counts}
         write_atomic(json_path, results_text(records, header))
+    written = _write_reports(records, header, html_path, junit_path, markdown_path)
     render(records, console, repro=repro, environment_lines=summary_lines(env))
     if json_path:
         console.print(f"records: {json_path}", highlight=False, markup=False)
+    for line in written:
+        console.print(line, highlight=False, markup=False)
     if run_failed(counts):
         sys.exit(EXIT_CHECK_FAILED)
+
+
+@cli.command()
+@click.argument("results", type=click.Path(dir_okay=False))
+@_report_options
+def report(results: str, html_path: str | None, junit_path: str | None, markdown_path: str | None) -> None:
+    """Re-render saved RESULTS (from run --json) as HTML, JUnit or Markdown, without recomputing."""
+    from .ledger import read_results
+
+    header, records = read_results(results)
+    if not (html_path or junit_path or markdown_path):
+        raise SpecError("say what to write: --html PATH, --junit PATH and/or --markdown PATH.")
+    if not records:
+        raise SpecError("holds no records; write one with gradaudit run ... --json PATH.", where=results)
+    for line in _write_reports(records, header, html_path, junit_path, markdown_path):
+        click.echo(line)
+
+
+@cli.command()
+@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
+              help="Where to write the .ipynb file.")
+@click.option("--execute", is_flag=True, help="Run every cell offline (nbclient, kernel python3) and keep outputs.")
+@click.option("--suite", "suite_names", multiple=True, default=("notebook",), show_default=True,
+              help="Built-in suites to include (repeat the option).")
+def notebook(output: str, execute: bool, suite_names: tuple[str, ...]) -> None:
+    """Write the seed-001 gradient-check notebook: expectations first, evidence after."""
+    from . import suites
+    from .render import notebook as nbr
+
+    for name in suite_names:
+        if name not in suites.BUILTIN:
+            raise SpecError(f"there is no built-in suite '{name}'; built-in suites: {', '.join(suites.names())}.")
+    nb = nbr.build(suite_names)
+    if execute:
+        nbr.execute(nb, cwd=Path(output).resolve().parent)
+    nbr.write(nb, output)
+    click.echo(f"notebook: {output}" + (" (executed)" if execute else ""))
 
 
 @cli.command()

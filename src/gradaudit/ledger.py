@@ -208,6 +208,9 @@ def write_atomic(path: str | Path, text: str) -> None:
     except OSError as exc:
         raise GradauditError(f"{path}: cannot write results here: {exc}. Choose a writable path.") from None
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600: give results the usual permissions
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()

@@ -57,3 +57,39 @@ def step_plot(study: dict[str, Any], paths: Sequence[str | Path]) -> list[Path]:
         written.append(p)
     plt.close(fig)
     return written
+
+
+def _flatten(v: Any) -> list[float]:
+    if isinstance(v, list):
+        return [x for item in v for x in _flatten(item)]
+    return [float(v) if not isinstance(v, str) else float("nan")]
+
+
+def discrepancy_svg(record: Any) -> str:
+    """Per-element |observed − expected| against the allowed tolerance, as an inline SVG string."""
+    import io
+
+    plt = _pyplot()
+    observed = _flatten(record.get("observed_gradient"))
+    expected = _flatten(record.get("expected_value"))
+    disc = record.get("discrepancy") or {}
+    atol, rtol = disc.get("atol") or 0.0, disc.get("rtol") or 0.0
+    idx = list(range(len(observed)))
+    err = [abs(o - e) for o, e in zip(observed, expected)]
+    allowed = [atol + rtol * abs(e) for e in expected]
+    fig, ax = plt.subplots(figsize=(6, 2.6), dpi=100)
+    colors = ["#cf222e" if e > a else "#1a7f37" for e, a in zip(err, allowed)]
+    ax.bar(idx, [max(e, 1e-300) for e in err], color=colors, label="|observed − expected|")
+    ax.plot(idx, [max(a, 1e-300) for a in allowed], "k--", linewidth=1, label="allowed")
+    ax.set_yscale("log")
+    ax.set_xlabel("element (flat index)")
+    ax.set_title(f"{record.get('check')} — d/d{record.get('input')} by {record.get('method')}", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    plt.close(fig)
+    import re
+
+    text = buf.getvalue()
+    return re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg"):], flags=re.S)

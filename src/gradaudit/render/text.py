@@ -99,7 +99,7 @@ def _tolerance_cell(r: Record) -> str:
     if tol.get("atol") is None:
         return "derived"
     mark = "" if tol.get("default") else "*"
-    return f"{fmt_number(tol['atol'])}/{fmt_number(tol['rtol'])}{mark}"
+    return f"{tol['atol']:.3g}/{tol['rtol']:.3g}{mark}"
 
 
 def _verdict_cell(r: Record) -> str:
