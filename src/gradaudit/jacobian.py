@@ -137,7 +137,7 @@ def batched_outputs(problem: Problem, j: int, batch: Any, info: dict[str, Any]) 
     """Outputs for a batch of values of input j: vmap in chunks, a loop if vmap fails."""
     import torch
 
-    size = _chunk(problem, j)
+    size = batch.shape[0] if batch.shape[0] <= SMALL_BATCH else _chunk(problem, j)  # a few items: one call
     if batch.shape[0] <= SMALL_BATCH and problem.forward_s < CHEAP_FORWARD_S:
         # a few calls of a cheap function: a loop costs less than setting up vmap
         rows = [problem.call(*problem.with_input(j, b)) for b in batch]
@@ -272,11 +272,22 @@ def full_blocks(problem: Problem, gen: Any, info: dict[str, Any]) -> Iterator[Bl
     for k, out in enumerate(problem.outputs):
         m = out.numel()
         c = 0.5 + torch.rand(m, generator=gen, dtype=torch.float64)  # non-unit: a backward must scale by grad_output
-        rows = analytic_rows(problem, k, torch.diag(c), info)
+        height = max(1, _chunk(problem, problem.diff[0]))
+        for a in range(0, m, height):  # rows in chunks: memory holds the Jacobian plus one chunk
+            b = min(m, a + height)
+            weights = torch.zeros(b - a, m, dtype=torch.float64)
+            weights[torch.arange(b - a), torch.arange(a, b)] = c[a:b]
+            rows = analytic_rows(problem, k, weights, info)
+            for pos, j in enumerate(problem.diff):
+                row = rows[pos]
+                if row is None:
+                    analytic[j, k] = None
+                    continue
+                if (j, k) not in analytic:
+                    analytic[j, k] = torch.empty(m, row.shape[1], dtype=torch.float64)
+                if analytic[j, k] is not None:
+                    torch.div(row, c[a:b].reshape(-1, 1), out=analytic[j, k][a:b])
         info["backward_rows"] = info.get("backward_rows", 0) + m
-        for pos, j in enumerate(problem.diff):
-            row = rows[pos]
-            analytic[j, k] = None if row is None else row / c.reshape(-1, 1)
     f_scale = [o.detach().abs().reshape(-1, 1).to(torch.float64).clamp_min(1.0) for o in problem.outputs]
     for j in problem.diff:
         x = problem.inputs[j]
