@@ -89,7 +89,8 @@ def run_table(sizes: list[int], cases: str) -> list[str]:
             t_full, _ = median_time(m["ga_full"])
             t_dir, _ = median_time(m["ga_directional"])
             res = ga.check(fn, (x0.clone().requires_grad_(),), mode="full")
-            how = res.info.get("structure", "dense") + "; " + res.info.get("evaluation", "")
+            how = (res.info.get("structure", "dense") + "; " + res.info.get("evaluation", "loop (cheap function)")
+                   + (f", largest chunk {res.info['largest_chunk']}" if "largest_chunk" in res.info else ""))
             if c == "b" and n >= 3000:
                 slow, speed = "skipped (est. > 60 s)", "-"
             else:

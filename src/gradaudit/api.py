@@ -81,7 +81,7 @@ class CheckResult:
         return escape(self.report())
 
 
-_SHOWN_INFO = ("evaluation", "analytic", "structure", "evaluations", "backward_rows", "elapsed_s")
+_SHOWN_INFO = ("evaluation", "largest_chunk", "analytic", "structure", "evaluations", "backward_rows", "elapsed_s")
 
 
 def _idx(index: tuple[int, ...] | None) -> str:

@@ -148,7 +148,8 @@ def batched_outputs(problem: Problem, j: int, batch: Any, info: dict[str, Any]) 
                 return tuple(problem.call(*problem.with_input(j, xj)))
 
             parts = [torch.func.vmap(one)(batch[s:s + size]) for s in range(0, batch.shape[0], size)]
-            info.setdefault("evaluation", f"torch.func.vmap, chunks of {size}")
+            info["evaluation"] = "torch.func.vmap"
+            info["largest_chunk"] = max(info.get("largest_chunk", 0), min(size, batch.shape[0]))
             return [torch.cat([p[k] for p in parts]) for k in range(len(problem.outputs))]
         except Exception as exc:  # not vmappable (e.g. an autograd.Function without setup_context)
             info["evaluation"] = "loop"
@@ -185,8 +186,9 @@ def analytic_rows(problem: Problem, k: int, weights: Any, info: dict[str, Any]) 
 
     out_shape = problem.outputs[k].shape
     cot = weights.reshape(weights.shape[0], *out_shape).to(problem.outputs[k].dtype)
-    size = _chunk(problem, problem.diff[0])
-    if info.get("analytic") in (None, "torch.func.vjp under vmap"):
+    small = weights.shape[0] <= SMALL_BATCH  # a few rows: plain backward passes cost less than vmap
+    size = weights.shape[0] if small else _chunk(problem, problem.diff[0])
+    if not small and "vjp_error" not in info:
         try:
             def f_k(*checked: Any) -> Any:
                 xs = list(problem.inputs)
@@ -200,19 +202,20 @@ def analytic_rows(problem: Problem, k: int, weights: Any, info: dict[str, Any]) 
             # functorch returns zeros, never None, for an input the output does not use: ask autograd which
             used = _used_inputs(problem, k)
             return [g.reshape(weights.shape[0], -1).to(torch.float64) if used[i] else None for i, g in enumerate(got)]
-        except Exception as exc:
+        except Exception as exc:  # e.g. an autograd.Function without setup_context
             info["vjp_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
-            info["analytic"] = "autograd.grad, batched grad_outputs"
     xs = [x.detach().requires_grad_(i in problem.diff) for i, x in enumerate(problem.inputs)]
     out = problem.call(*xs)[k]
     wrt = [xs[i] for i in problem.diff]
-    if info.get("analytic") == "autograd.grad, batched grad_outputs":
+    if not small and "batched_grad_error" not in info:
         try:
             got = torch.autograd.grad(out, wrt, cot, is_grads_batched=True, allow_unused=True, retain_graph=True)
+            info["analytic"] = "autograd.grad, batched grad_outputs"
             return [None if g is None else g.reshape(weights.shape[0], -1).to(torch.float64) for g in got]
         except Exception as exc:
-            info["analytic"] = "loop"
             info["batched_grad_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+    if not small or "analytic" not in info:
+        info["analytic"] = "autograd.grad per row"
     rows: list[list[Any]] = [[] for _ in wrt]
     unused = [False] * len(wrt)
     for b in range(weights.shape[0]):
