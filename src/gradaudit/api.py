@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .compare import unravel
 from .errors import GradientMismatch, SpecError
 from .jacobian import Mismatch, Problem, classify_kinks, compare_blocks, directional, full_blocks
 from .record import Record
@@ -128,6 +129,7 @@ def check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, mode: Mode = "
           * torch.where(torch.rand(o.shape, generator=gen) < 0.5, -1.0, 1.0).to(torch.float64)
           for o in problem.outputs]  # random, non-unit output weights: a backward must use grad_output
     mismatches, first = _metadata(problem, inputs, nondet_tol, vs)
+    problem.graph = None  # release the first forward's saved tensors before the numeric work
     same_precision = all(problem.inputs[j].dtype == _as_list(inputs)[j].dtype for j in problem.diff)
     if chosen == "full":
         blocks = full_blocks(problem, gen, info)
@@ -337,17 +339,11 @@ def _expected(problem: Problem, expected: Sequence[Any]) -> list[Mismatch]:
         got = torch.zeros_like(want) if grads[pos] is None else grads[pos].to(torch.float64)
         bad = (got - want).abs() > 1e-7 + 1e-7 * want.abs()
         for i in bad.reshape(-1).nonzero().flatten().tolist()[:SHOWN]:
-            found.append(Mismatch(j, problem.names[j], _unravel(i, tuple(want.shape)), 0, (), float(got.reshape(-1)[i]),
+            found.append(Mismatch(j, problem.names[j], unravel(i, tuple(want.shape)), 0, (), float(got.reshape(-1)[i]),
                                   None, expected=float(want.reshape(-1)[i]), kind="expected",
                                   note=f"autograd {float(got.reshape(-1)[i]):.6g} vs the expectation "
                                        f"{float(want.reshape(-1)[i]):.6g}"))
     return found
-
-
-def _unravel(i: int, shape: tuple[int, ...]) -> tuple[int, ...]:
-    from .jacobian import _unravel as unravel
-
-    return unravel(i, shape)
 
 
 def _records(result: CheckResult, problem: Problem, fn: Callable[..., Any]) -> list[Record]:

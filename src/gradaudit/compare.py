@@ -14,7 +14,7 @@ from typing import Any
 
 from .tolerances import AUTOGRAD_TOLERANCES, FD_TOLERANCES, default_tolerance
 
-__all__ = ["AUTOGRAD_TOLERANCES", "FD_TOLERANCES", "compare", "default_tolerance"]
+__all__ = ["AUTOGRAD_TOLERANCES", "FD_TOLERANCES", "compare", "default_tolerance", "unravel"]
 
 MAX_WORST = 5
 
@@ -40,7 +40,7 @@ def compare(observed: Any, expected: Any, *, atol: float, rtol: float) -> dict[s
     out: dict[str, Any] = {
         "max_abs": float(diff.max()) if total else 0.0,
         "max_rel": float(rel.max()) if total else 0.0,
-        "index": list(_unravel(int(diff.argmax()), tuple(obs.shape))) if total else [],
+        "index": list(unravel(int(diff.argmax()), tuple(obs.shape))) if total else [],
         "mismatched": int(bad.sum()),
         "total": total,
         "atol": atol,
@@ -60,7 +60,7 @@ def _worst(obs: Any, exp: Any, diff: Any, rel: Any, bad: Any) -> list[dict[str, 
         if not bool(bad.reshape(-1)[i]):
             continue
         rows.append({
-            "index": list(_unravel(i, tuple(obs.shape))),
+            "index": list(unravel(i, tuple(obs.shape))),
             "expected": float(exp.reshape(-1)[i]),
             "observed": float(obs.reshape(-1)[i]),
             "abs": float(flat[i]),
@@ -69,7 +69,8 @@ def _worst(obs: Any, exp: Any, diff: Any, rel: Any, bad: Any) -> list[dict[str, 
     return rows
 
 
-def _unravel(flat_index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+def unravel(flat_index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The multi-index of a flat (row-major) index."""
     out = []
     for size in reversed(shape):
         out.append(flat_index % size)

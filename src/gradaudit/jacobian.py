@@ -12,11 +12,12 @@ elements by bisection, without building the Jacobian.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .numeric import is_kink, one_sided
+from .compare import unravel as _unravel
+from .numeric import is_kink, one_sided, ridders_tableau
 from .tolerances import SAFETY
 
 SMALL_BATCH = 16
@@ -82,14 +83,6 @@ class Mismatch:
                 "output_element": list(self.output_element) if self.output_element is not None else None,
                 "autograd": self.autograd, "numeric": self.numeric, "expected": self.expected,
                 "abs": self.abs, "rel": self.rel, "kind": self.kind, "note": self.note}
-
-
-def _unravel(i: int, shape: Sequence[int]) -> tuple[int, ...]:
-    out = []
-    for size in reversed(shape):
-        out.append(i % size)
-        i //= size
-    return tuple(reversed(out))
 
 
 def _steps(x: Any) -> Any:
@@ -438,28 +431,14 @@ def ridders_steps(h0: float) -> list[float]:
 
 
 def _ridders_scalar(phi_many: Callable[[list[float]], list[float]], h0: float = 1e-2) -> tuple[float, float, int]:
-    """Ridders' derivative at 0 of a scalar function, all 12 points evaluated in one batch by
+    """Ridders' derivative at 0 of a scalar function, all points evaluated in one batch by
     *phi_many*: (value, error bound including the rounding of the last quotient, evaluations)."""
     ts = ridders_steps(h0)
     values = phi_many(ts)
     scale = max(abs(v) for v in values)
     cols = [(values[2 * c] - values[2 * c + 1]) / (2 * ts[2 * c]) for c in range(RIDDERS_COLUMNS)]
-    table = [[cols[0]]]
-    best, err, h = cols[0], math.inf, ts[0]
-    for col in range(1, RIDDERS_COLUMNS):
-        h = ts[2 * col]
-        row = [cols[col]]
-        fac = 4.0
-        for i in range(1, col + 1):
-            row.append((row[i - 1] * fac - table[col - 1][i - 1]) / (fac - 1))
-            fac *= 4.0
-            e = max(abs(row[i] - row[i - 1]), abs(row[i] - table[col - 1][i - 1]))
-            if e <= err:
-                err, best = e, row[i]
-        table.append(row)
-        if abs(row[col] - table[col - 1][col - 1]) >= 2 * err:
-            break
-    return best, err + 2.3e-16 * scale / h, len(ts)
+    best, err, used = ridders_tableau(cols)
+    return best, err + 2.3e-16 * scale / ts[2 * (used - 1)], len(ts)
 
 
 def scalar_batch(phi: Callable[[float], float]) -> Callable[[list[float]], list[float]]:

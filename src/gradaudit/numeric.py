@@ -17,7 +17,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 
@@ -51,18 +52,20 @@ def _exact_step(x_i: float, h: float) -> float:
     return (x_i + h) - x_i  # representable: the quotient divides by the step actually taken
 
 
-def _ridders(fn: Callable[[Any], Any], flat: Any, shape: Any, i: int, h: float, *, con: float = 2.0,
-             max_columns: int = 6, safe: float = 2.0) -> tuple[float, float, int, float]:
-    """Ridders' tableau for element i: (value, error estimate, evaluations, smallest step)."""
-    def central(step: float) -> float:
-        return (_at(fn, flat, shape, i, step) - _at(fn, flat, shape, i, -step)) / (2.0 * step)
+def ridders_tableau(centrals: Iterable[float], *, con: float = 2.0, safe: float = 2.0) -> tuple[float, float, int]:
+    """Ridders' extrapolation of central differences taken at steps shrinking by *con*.
 
-    table = [[central(h)]]
-    best, err, evals = table[0][0], float("inf"), 2
-    for col in range(1, max_columns):
-        h /= con
-        row = [central(h)]
-        evals += 2
+    Consumes *centrals* lazily and stops once rounding takes over (the diagonal's change
+    exceeds *safe* times the best error). Returns (value, error estimate, columns used).
+
+    >>> ridders_tableau([3 + 0.5**(2 * k) for k in range(6)])[:2]  # D(h) = 3 + h^2, h = 1, 1/2, ...
+    (3.0, 0.0)
+    """
+    it = iter(centrals)
+    table = [[next(it)]]
+    best, err = table[0][0], math.inf
+    for col, value in enumerate(it, start=1):
+        row = [value]
         fac = con * con
         for j in range(1, col + 1):
             row.append((row[j - 1] * fac - table[col - 1][j - 1]) / (fac - 1.0))
@@ -73,7 +76,20 @@ def _ridders(fn: Callable[[Any], Any], flat: Any, shape: Any, i: int, h: float, 
         table.append(row)
         if abs(row[col] - table[col - 1][col - 1]) >= safe * err:
             break
-    return best, err, evals, h
+    return best, err, len(table)
+
+
+def _ridders(fn: Callable[[Any], Any], flat: Any, shape: Any, i: int, h: float, *, max_columns: int = 6
+             ) -> tuple[float, float, int, float]:
+    """Ridders for element i, evaluated column by column: (value, error estimate, evaluations, last step)."""
+    steps = [h / 2**c for c in range(max_columns)]
+
+    def centrals() -> Iterator[float]:
+        for step in steps:
+            yield (_at(fn, flat, shape, i, step) - _at(fn, flat, shape, i, -step)) / (2.0 * step)
+
+    best, err, used = ridders_tableau(centrals())
+    return best, err, 2 * used, steps[used - 1]
 
 
 def _complex_step(fn: Callable[[Any], Any], flat: Any, shape: Any, i: int) -> float:

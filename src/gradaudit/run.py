@@ -12,7 +12,7 @@ from typing import Any
 
 from . import expr as _expr
 from .channels import CHANNELS, STORED_OR_RETURNED, Evidence
-from .compare import AUTOGRAD_TOLERANCES, _unravel, compare, default_tolerance
+from .compare import AUTOGRAD_TOLERANCES, compare, default_tolerance, unravel
 from .numeric import is_kink
 from .record import Record
 from .spec import Check, Matches, Probe
@@ -334,10 +334,10 @@ def _explain_numeric(check: Check, name: str, grad: Any, expected: Any, atol: An
             if chosen is None:
                 chosen = _autograd_values(check, name)
             autograd = None if chosen is None else float(chosen.reshape(-1)[i])
-            kinks.append({"index": list(_unravel(i, tuple(expected.shape))), "left_slope": left,
+            kinks.append({"index": list(unravel(i, tuple(expected.shape))), "left_slope": left,
                           "right_slope": right, "autograd": autograd, "expected": exp_i})
         elif error is not None and _undecidable(float(error.reshape(-1)[i]), float(grad.reshape(-1)[i]), exp_i):
-            noisy.append({"index": list(_unravel(i, tuple(expected.shape))),
+            noisy.append({"index": list(unravel(i, tuple(expected.shape))),
                           "error_bound": float(error.reshape(-1)[i]), "allowed": float(allowed[i])})
     out: dict[str, Any] = {}
     if kinks:
