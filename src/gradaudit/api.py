@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .compare import unravel
+from .directional import directional
 from .errors import GradientMismatch, SpecError
-from .jacobian import Mismatch, Problem, classify_kinks, compare_blocks, directional, full_blocks
+from .jacobian import Mismatch, Problem, classify_kinks, compare_blocks, full_blocks
 from .record import Record
 from .spec import Tolerance, source_of
 
@@ -253,7 +254,7 @@ def _forward_ad(problem: Problem, gen: Any, info: dict[str, Any]) -> list[Mismat
     """jvp (forward-mode AD) against the numeric directional derivative, per input."""
     import torch
 
-    from .jacobian import _ridders_scalar, scalar_batch
+    from .directional import _ridders_scalar, scalar_batch
 
     found = []
     for j in problem.diff:
@@ -285,7 +286,7 @@ def _second_order(problem: Problem, gen: Any, info: dict[str, Any]) -> list[Mism
     """Double backward: the gradient of G(x) = v^T J(x) w.r.t. x against G's numeric derivative."""
     import torch
 
-    from .jacobian import _ridders_scalar, scalar_batch
+    from .directional import _ridders_scalar, scalar_batch
 
     vs = [torch.rand(o.shape, generator=gen, dtype=torch.float64).to(o.dtype) + 0.5 for o in problem.outputs]
 
