@@ -9,6 +9,7 @@ is estimated above 60 s (A @ x at N = 3000; about 73 s measured in the anchors).
 Run:  python bench/bench_check.py              (a few minutes; prints a Markdown table)
       python bench/bench_check.py --mem        (adds peak RSS at N = 3000, one fresh process each)
       python bench/bench_check.py --sizes 10,100
+      python bench/bench_check.py --threads 2 --cases b --sizes 1000,3000
 """
 
 from __future__ import annotations
@@ -122,9 +123,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="10,100,1000,3000")
     parser.add_argument("--cases", default="abc")
     parser.add_argument("--mem", action="store_true")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads for both tools (default 1)")
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    print(f"torch {torch.__version__}, threads=1, float64; median seconds of warm calls\n")
+    torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, threads={args.threads}, float64; median seconds of warm calls\n")
     print("\n".join(run_table([int(s) for s in args.sizes.split(",")], args.cases)))
     if args.mem:
         print("\nPeak RSS above the base (MB), one call at N = 3000 in a fresh process "
