@@ -135,11 +135,66 @@ def test_correct_ops_pass(case, mode):
 
 def test_structure_is_exploited_for_elementwise_and_banded():
     res = ga.check(lambda x: torch.sin(x) * x, (leaf(200),), mode="full")
-    assert res.ok and res.info["structure"].startswith("diagonal") and res.info["evaluations"] == 4
+    # two probe columns (2 evaluations each), then the diagonal hypothesis: two draws of one group
+    assert res.ok and res.info["structure"].startswith("diagonal") and res.info["evaluations"] == 4 + 4
     res = ga.check(lambda x: x[:-2] + 2 * x[1:-1] - x[2:], (leaf(200),), mode="full")
     assert res.ok and "structure" not in res.info  # 198 x 200 is not square: dense
     res = ga.check(lambda x: torch.cat([x[:1], x[1:] - x[:-1]]), (leaf(200),), mode="full")
     assert res.ok and res.info["structure"].startswith("banded (half-width 1)")
+
+
+def _matrix(n, seed=3):
+    return torch.randn(n, n, generator=torch.Generator().manual_seed(seed), dtype=F64) / n**0.5
+
+
+def test_dense_jacobian_skips_bands_and_affine_functions_use_one_sided_steps():
+    a = _matrix(200)
+    res = ga.check(lambda x: a @ x, (leaf(200),), mode="full")
+    # two probe columns (2 evaluations each) rule every band out; the affine test takes two random
+    # directions (2 evaluations each); then one evaluation per column, steps max(1, |x|)
+    assert res.ok and "structure" not in res.info and res.info["evaluations"] == 4 + 4 + 200
+    assert res.info["numeric"].startswith("affine")
+    res = ga.check(lambda x: torch.sin(a @ x), (leaf(200),), mode="full")
+    assert res.ok and "numeric" not in res.info and res.info["evaluations"] == 4 + 4 + 2 * 200  # central
+
+
+def test_affine_one_sided_columns_that_disagree_are_rechecked_centrally():
+    a = _matrix(40)
+
+    class WrongAt(torch.autograd.Function):  # y = A x, dy/dx = A; the backward is wrong at A[7, 5]
+        @staticmethod
+        def forward(ctx, x):
+            return a @ x
+
+        @staticmethod
+        def backward(ctx, g):
+            wrong = a.clone()
+            wrong[7, 5] += 0.5
+            return wrong.T @ g
+
+    res = ga.check(WrongAt.apply, (leaf(40),), mode="full")
+    assert res.info["numeric"].startswith("affine") and res.info["rechecked_columns"] == 1
+    (m,) = res.mismatches
+    assert (m.element, m.output_element) == ((5,), (7,))
+    assert m.numeric == pytest.approx(a[7, 5].item(), abs=1e-8) and m.autograd == pytest.approx(a[7, 5].item() + 0.5)
+
+
+def test_a_kink_within_the_one_sided_step_is_never_a_false_failure():
+    # y = A x + e_11 relu(x_11 - x0_11 - 0.6): affine near x0, but a step of max(1, |x|) crosses the
+    # kink; the affine test sees it only when a random direction moves x_11 by more than 0.6
+    a = _matrix(40)
+    x0 = leaf(40)
+    corner = x0.detach()[11] + 0.6
+    unit = torch.zeros(40, dtype=F64)
+    unit[11] = 1.0
+    took_affine = 0
+    for seed in range(6):
+        res = ga.check(lambda x: a @ x + unit * torch.relu(x[11] - corner), (x0,), mode="full", seed=seed)
+        assert res.verdict == "pass", res.report()
+        if "numeric" in res.info:  # the guess was wrong for column 11 only: rechecked centrally
+            took_affine += 1
+            assert res.info["rechecked_columns"] == 1
+    assert took_affine  # the affine guess was made, and wrong, at least once
 
 
 def test_a_kink_is_not_a_plain_failure():

@@ -85,3 +85,16 @@ def test_taylor_orders_separate_right_from_slightly_wrong():
     orders, remainders = taylor_orders(f, x, good)
     assert all(abs(o - 2) < 0.1 for o in orders) and len(remainders) == 5
     assert all(abs(o - 1) < 0.2 for o in taylor_orders(f, x, good * (1 + 1e-3), h0=1e-4)[0])
+
+
+def test_directional_judge_accepts_quickly_and_only_ridders_can_fail():
+    from gradaudit.directional import judge, scalar_batch
+
+    phi = scalar_batch(lambda t: math.sin(0.3 + t) * math.exp(0.3 + t))  # phi'(0) = e^0.3 (sin 0.3 + cos 0.3)
+    exact = math.exp(0.3) * (math.sin(0.3) + math.cos(0.3))
+    right = judge(phi, exact, 1.0, 0.0, 0.0)
+    assert right["ok"] and right["evaluations"] == 4 and right["scheme"].startswith("richardson")
+    assert abs(right["numeric"] - exact) <= right["allowed"] < 1e-11  # 10 x 1.5 eps |phi| / 7e-4 ~ 2e-12
+    wrong = judge(phi, exact * (1 + 1e-8), 1.0, 0.0, 0.0)  # off by 1.7e-8: beyond both stages' tolerance
+    assert not wrong["ok"] and wrong["scheme"] == "ridders" and wrong["evaluations"] == 4 + 8
+    assert abs(wrong["numeric"] - exact) < 1e-11

@@ -126,9 +126,9 @@ def check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, mode: Mode = "
     info: dict[str, Any] = {"dtype": str(problem.inputs[problem.diff[0]].dtype).removeprefix("torch.")}
     if problem.notes:
         info["notes"] = problem.notes
-    vs = [(0.5 + torch.rand(o.shape, generator=gen, dtype=torch.float64))
-          * torch.where(torch.rand(o.shape, generator=gen) < 0.5, -1.0, 1.0).to(torch.float64)
-          for o in problem.outputs]  # random, non-unit output weights: a backward must use grad_output
+    # random, non-unit output weights of either sign, |v| in [0.5, 1.5): a backward must use grad_output
+    vs = [(lambda s: s.sign() * (0.5 + s.abs()))(2 * torch.rand(o.shape, generator=gen, dtype=torch.float64) - 1)
+          for o in problem.outputs]
     mismatches, first = _metadata(problem, inputs, nondet_tol, vs)
     problem.graph = None  # release the first forward's saved tensors before the numeric work
     same_precision = all(problem.inputs[j].dtype == _as_list(inputs)[j].dtype for j in problem.diff)
