@@ -3,8 +3,13 @@
 Cases (as in the anchors): (a) sin(x)*x, R^N -> R^N; (b) A @ x with A fixed (N, N);
 (c) the MSE loss of a tanh MLP (8 inputs, N/10 hidden units, 32 samples) as a function of
 its N parameters. float64, one thread, warm: one call first, then the median of at least 5
-calls (more, up to 51, until 1 s has passed). gradcheck slow mode is skipped when one call
+calls. gradaudit and its anchor are timed alternately (pairs, up to 101, until 2 s have passed),
+so both see the same load on a shared machine. gradcheck slow mode is skipped when one call
 is estimated above 60 s (A @ x at N = 3000; about 73 s measured in the anchors).
+
+The "N forwards" column times only N batched evaluations at one-hot perturbations, the fewest
+any finite-difference Jacobian of a dense function needs; gradcheck slow divided by it is the
+most any such full check could gain (structure, like a diagonal, can need fewer).
 
 Run:  python bench/bench_check.py              (a few minutes; prints a Markdown table)
       python bench/bench_check.py --mem        (adds peak RSS at N = 3000, one fresh process each)
@@ -61,6 +66,22 @@ def median_time(call: Callable[[], Any], budget: float = 1.0) -> tuple[float, in
     return statistics.median(times), len(times)
 
 
+def paired_times(first: Callable[[], Any], second: Callable[[], Any], budget: float = 1.0,
+                 at_least: int = 5) -> tuple[float, float]:
+    """Medians of two calls timed alternately (one warm call each first), so that both see the same
+    load on a shared machine: at least *at_least* pairs, more (up to 101) until *budget* s is spent."""
+    first()
+    second()
+    a: list[float] = []
+    b: list[float] = []
+    while len(a) < at_least or (sum(a) + sum(b) < budget and len(a) < 101):
+        for call, times in ((first, a), (second, b)):
+            t = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - t)
+    return statistics.median(a), statistics.median(b)
+
+
 def methods(fn: Any, x0: Any) -> dict[str, Callable[[], Any]]:
     def fresh() -> Any:
         return x0.clone().requires_grad_()
@@ -78,27 +99,46 @@ def _ok(res: Any) -> Any:
     return res
 
 
+def floor_time(fn: Any, x0: Any) -> float:
+    """N evaluations at one-hot perturbations, vmapped in chunks (the faster of 256 and 1024 per call):
+    the fewest forwards any finite-difference Jacobian of a dense function needs (one-sided, f(x) known)."""
+    n = x0.numel()
+
+    def run(chunk: int) -> None:
+        with torch.no_grad():
+            for a in range(0, n, chunk):
+                b = min(n, a + chunk)
+                batch = x0.reshape(1, -1).repeat(b - a, 1)
+                batch[torch.arange(b - a), torch.arange(a, b)] += 1e-3
+                torch.func.vmap(fn)(batch)
+
+    return min(median_time(lambda c=c: run(c), budget=0.3)[0] for c in (256, 1024))
+
+
 def run_table(sizes: list[int], cases: str) -> list[str]:
-    rows = ["| case | N | gradcheck slow s | ga full s | full speed-up | gradcheck fast s | ga directional s "
-            "| directional vs fast | ga full structure / evaluation |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| case | N | gradcheck slow s | ga full s | full speed-up | N forwards s (floor) | floor speed-up "
+            "| gradcheck fast s | ga directional s | directional vs fast "
+            "| ga full: structure / evidence / evaluation |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cases:
         for n in sizes:
             fn, x0 = case(c, n)
             m = methods(fn, x0)
-            t_fast, _ = median_time(m["gc_fast"])
-            t_full, _ = median_time(m["ga_full"])
-            t_dir, _ = median_time(m["ga_directional"])
+            t_fast, t_dir = paired_times(m["gc_fast"], m["ga_directional"], budget=2.0)
+            t_floor = floor_time(fn, x0)
             res = ga.check(fn, (x0.clone().requires_grad_(),), mode="full")
-            how = (res.info.get("structure", "dense") + "; " + res.info.get("evaluation", "loop (cheap function)")
+            evidence = "one-sided (affine)" if "numeric" in res.info else "central"
+            how = (res.info.get("structure", "dense") + "; " + evidence + "; "
+                   + res.info.get("evaluation", "loop (cheap function)")
                    + (f", largest chunk {res.info['largest_chunk']}" if "largest_chunk" in res.info else ""))
             if c == "b" and n >= 3000:
-                slow, speed = "skipped (est. > 60 s)", "-"
+                t_full, _ = median_time(m["ga_full"])
+                slow, speed, floor_speed = "skipped (est. > 60 s)", "-", "-"
             else:
-                t_slow, _ = median_time(m["gc_slow"], budget=0.0 if n >= 1000 else 1.0)
-                slow, speed = f"{t_slow:.3g}", f"{t_slow / t_full:.0f}x"
-            rows.append(f"| {NAMES[c]} | {n} | {slow} | {t_full:.3g} | {speed} | {t_fast:.3g} | {t_dir:.3g} "
-                        f"| {t_fast / t_dir:.2f}x | {how} |")
+                t_slow, t_full = paired_times(m["gc_slow"], m["ga_full"], budget=0.0 if n >= 1000 else 2.0)
+                slow, speed, floor_speed = f"{t_slow:.3g}", f"{t_slow / t_full:.0f}x", f"{t_slow / t_floor:.0f}x"
+            rows.append(f"| {NAMES[c]} | {n} | {slow} | {t_full:.3g} | {speed} | {t_floor:.3g} | {floor_speed} "
+                        f"| {t_fast:.3g} | {t_dir:.3g} | {t_fast / t_dir:.2f}x | {how} |")
             print(rows[-1], file=sys.stderr, flush=True)
     return rows
 
