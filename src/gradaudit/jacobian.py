@@ -432,32 +432,27 @@ def _banded(problem: Problem, gen: Any, info: dict[str, Any]) -> Block | None:
     reach = _reach(problem, j, h, f_scale, info)
     for b in (0, 1, 2, 4, 8):
         if b < reach:
-            continue  # a probe column reaches farther than this band
+            continue  # the probe column reaches farther than this band
         width = 2 * b + 1
         if width * 8 > n or reach > 8:
             break
+        cc = idx.repeat(width) + torch.arange(-b, b + 1).repeat_interleave(n)  # entry (r, r + off), by offset
+        rr = idx.repeat(width)
+        keep = (cc >= 0) & (cc < n)
+        rr, cc = rr[keep], cc[keep]
         draws = []
         for _ in range(2):
             w_num = 0.5 + torch.rand(n, generator=gen, dtype=torch.float64)
             w_ana = 0.5 + torch.rand(n, generator=gen, dtype=torch.float64)
-            groups = torch.stack([torch.where(idx % width == c, w_num, torch.zeros(n, dtype=torch.float64))
-                                  for c in range(width)])
-            comp = numeric_columns(problem, j, groups.to(x.dtype), 1.0 * h.min(), info)[0]  # (width, M)
-            rows = analytic_rows(problem, k, torch.stack([torch.where(idx % width == c, w_ana, torch.zeros_like(w_ana))
-                                                          for c in range(width)]), info)[0]
+            groups = torch.zeros(2, width, n, dtype=torch.float64)  # column c in group c mod width
+            groups[0, idx % width, idx] = w_num
+            groups[1, idx % width, idx] = w_ana
+            comp = numeric_columns(problem, j, groups[0].to(x.dtype), 1.0 * h.min(), info)[0]  # (width, M)
+            rows = analytic_rows(problem, k, groups[1], info)[0]
             info["evaluations"] = info.get("evaluations", 0) + 2 * width
             info["backward_rows"] = info.get("backward_rows", 0) + width
-            r_all, c_all, num_vals, ana_vals = [], [], [], []
-            for off in range(-b, b + 1):
-                r = idx[(idx + off >= 0) & (idx + off < n)]
-                col = r + off
-                r_all.append(r)
-                c_all.append(col)
-                num_vals.append(comp[col % width, r] / w_num[col])  # row r of group (col mod width)
-                if rows is not None:
-                    ana_vals.append(rows[r % width, col] / w_ana[r])
-            draws.append((torch.cat(num_vals), torch.cat(ana_vals) if rows is not None else None))
-        rr, cc = torch.cat(r_all), torch.cat(c_all)
+            draws.append((comp[cc % width, rr] / w_num[cc],  # row r of the group holding column c
+                          None if rows is None else rows[rr % width, cc] / w_ana[rr]))
         (n1, a1), (n2, a2) = draws
         noise = 64 * eps * f_scale[rr] / float(h.min()) + TOL_REL * n1.abs()
         if not bool(((n1 - n2).abs() <= noise).all()):
@@ -471,21 +466,18 @@ def _banded(problem: Problem, gen: Any, info: dict[str, Any]) -> Block | None:
 
 
 def _reach(problem: Problem, j: int, h: Any, f_scale: Any, info: dict[str, Any]) -> int:
-    """How far from the diagonal two probe columns have non-zeros (beyond rounding): no band
-    narrower than that can hold the Jacobian, so a dense one skips the band hypotheses."""
+    """How far from the diagonal a probe column (the middle one) has non-zeros beyond rounding:
+    no narrower band can hold the Jacobian, so a dense one skips the band hypotheses."""
     import torch
 
     x = problem.inputs[j]
-    n = x.numel()
-    probes = torch.tensor([n // 3, (2 * n) // 3])
-    unit = torch.zeros(2, n, dtype=x.dtype)
-    unit[torch.arange(2), probes] = 1.0
-    cols = numeric_columns(problem, j, unit, h[probes], info)[0]  # (2, M)
-    info["evaluations"] = info.get("evaluations", 0) + 4
-    significant = cols.abs() > 64 * torch.finfo(x.dtype).eps * f_scale / h[probes].reshape(-1, 1)
-    rows = torch.arange(cols.shape[1])
-    return max((int((rows[significant[p]] - probes[p]).abs().max()) for p in range(2) if significant[p].any()),
-               default=0)
+    probe = x.numel() // 2
+    unit = torch.zeros(1, x.numel(), dtype=x.dtype)
+    unit[0, probe] = 1.0
+    col = numeric_columns(problem, j, unit, h[probe:probe + 1], info)[0][0]  # (M,)
+    info["evaluations"] = info.get("evaluations", 0) + 2
+    significant = (col.abs() > 64 * torch.finfo(x.dtype).eps * f_scale / h[probe]).nonzero().flatten()
+    return int((significant - probe).abs().max()) if significant.numel() else 0
 
 
 def compare_blocks(problem: Problem, blocks: Iterable[Block]) -> tuple[list[Mismatch], int]:
