@@ -2,8 +2,10 @@
 
 Evidence is float64 by default (directional checks are in ``directional.py``). The numeric
 side is batched central differences (``torch.func.vmap`` in chunks, a loop when the function
-cannot be vmapped), or column groups when the Jacobian is diagonal or banded (each band
-verified twice with fresh random weights, never assumed). The analytic side is
+cannot be vmapped), or column groups when the Jacobian is diagonal or banded (a probe column
+bounds the band; each band is verified twice with fresh random weights, never assumed), or
+one-sided differences with large steps when the function is verified affine in the input
+(columns that then disagree are recomputed centrally). The analytic side is
 ``torch.func.vjp`` under ``vmap`` (then batched ``autograd.grad``, then a loop) with randomly
 scaled, non-unit ``grad_outputs``, so a backward that ignores ``grad_output`` cannot pass."""
 
