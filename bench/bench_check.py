@@ -130,7 +130,7 @@ def run_table(sizes: list[int], cases: str) -> list[str]:
             t_fast, t_dir = paired_times(m["gc_fast"], m["ga_directional"], budget=2.0)
             t_floor = floor_time(fn, x0)
             res = ga.check(fn, (x0.clone().requires_grad_(),), mode="full")
-            evidence = "one-sided (affine)" if "numeric" in res.info else "central"
+            evidence = "one-sided (affine)" if res.info.get("numeric", "").startswith("affine") else "central"
             how = (res.info.get("structure", "dense") + "; " + evidence + "; "
                    + res.info.get("evaluation", "loop (cheap function)")
                    + (f", largest chunk {res.info['largest_chunk']}" if "largest_chunk" in res.info else ""))

@@ -198,10 +198,56 @@ def test_a_kink_within_the_one_sided_step_is_never_a_false_failure():
     for seed in range(6):
         res = ga.check(lambda x: a @ x + unit * torch.relu(x[11] - corner), (x0,), mode="full", seed=seed)
         assert res.verdict == "pass", res.report()
-        if "numeric" in res.info:  # the guess was wrong for column 11 only: rechecked centrally
+        if res.info.get("numeric", "").startswith("affine"):  # wrong for column 11 only: rechecked centrally
             took_affine += 1
             assert res.info["rechecked_columns"] == 1
     assert took_affine  # the affine guess was made, and wrong, at least once
+
+
+def test_functions_that_refuse_far_points_fall_back_to_central_differences():
+    a = _matrix(40)
+    x0 = leaf(40)
+
+    def positive_only(x):  # y = A x, defined for x > 0 only; the check sits at x in [0.3, 1.3)
+        if bool((x <= 0).any()):
+            raise ValueError("x must be positive")
+        return a @ x
+
+    res = ga.check(positive_only, (x0,), mode="full")
+    # the affine test's far points (|u| up to 1) leave the domain: central differences, in a loop
+    # (vmap cannot run the data-dependent check), and no crash
+    assert res.ok and "numeric" not in res.info and res.info["evaluation"] == "loop"
+    limit = x0.detach()[0] + 0.9
+
+    def bounded(x):  # defined while x_0 < x0_0 + 0.9: a one-sided step of 1 on column 0 leaves it
+        if bool(x[0] >= limit):
+            raise ValueError("x_0 out of range")
+        return a @ x
+
+    took_affine = 0
+    for seed in range(4):
+        res = ga.check(bounded, (x0,), mode="full", seed=seed)
+        assert res.ok, res.report()
+        if res.info.get("numeric", "").startswith("affine"):  # the random directions stayed inside
+            took_affine += 1
+            assert "from column 0 on central differences" in res.info["numeric"]
+    assert took_affine
+
+
+def test_several_inputs_and_outputs_one_of_them_empty_or_independent():
+    a = _matrix(30)
+
+    def f(x, w):  # d(A x * w)/dx = diag(w) A, d/dw = diag(A x); d(sum x)/dx = 1, d/dw = 0; an empty output
+        return a @ x * w, x.sum(), x[:0] * 2
+
+    for mode in ("full", "directional"):
+        res = ga.check(f, (leaf(30, seed=1), leaf(30, seed=2)), mode=mode)
+        assert res.verdict == "pass", res.report()
+    # affine in each input with the other fixed: the affine test (4) and one evaluation per column
+    # for each input, none rechecked
+    full = ga.check(f, (leaf(30, seed=1), leaf(30, seed=2)), mode="full")
+    assert full.info["numeric"].startswith("affine") and "rechecked_columns" not in full.info
+    assert full.info["evaluations"] == 2 * (4 + 30)
 
 
 def test_a_kink_is_not_a_plain_failure():

@@ -273,6 +273,10 @@ def full_blocks(problem: Problem, gen: Any, info: dict[str, Any]) -> Iterator[Bl
     analytic: dict[tuple[int, int], Any] = {}
     for k, out in enumerate(problem.outputs):
         m = out.numel()
+        if m == 0:  # an empty output has an empty Jacobian: nothing to compare
+            analytic.update({(j, k): torch.zeros(0, problem.inputs[j].numel(), dtype=torch.float64)
+                             for j in problem.diff})
+            continue
         c = 0.5 + torch.rand(m, generator=gen, dtype=torch.float64)  # non-unit: a backward must scale by grad_output
         height = max(1, _chunk(problem, problem.diff[0]))
         for a in range(0, m, height):  # rows in chunks: memory holds the Jacobian plus one chunk
@@ -286,7 +290,7 @@ def full_blocks(problem: Problem, gen: Any, info: dict[str, Any]) -> Iterator[Bl
                     analytic[j, k] = None
                     continue
                 if b - a == m:  # one chunk: the rows are fresh tensors, scaled in place
-                    analytic[j, k] = row.div_(c.reshape(-1, 1))
+                    analytic[j, k] = row.contiguous().div_(c.reshape(-1, 1))
                     continue
                 if (j, k) not in analytic:
                     analytic[j, k] = torch.empty(m, row.shape[1], dtype=torch.float64)
@@ -308,7 +312,12 @@ def full_blocks(problem: Problem, gen: Any, info: dict[str, Any]) -> Iterator[Bl
             anas = [None if analytic[j, k] is None else analytic[j, k][:, a:b] for k in range(len(f_scale))]
             bads: list[Any] = [None] * len(f_scale)
             if affine:
-                cols = forward_columns(problem, j, a, b, step[a:b], info)
+                try:
+                    cols = forward_columns(problem, j, a, b, step[a:b], info)
+                except OutOfDomain:  # a step of max(1, |x|) left the function's domain: central from here on
+                    affine = False
+                    info["numeric"] += f"; from column {a} on central differences (a step left the function's domain)"
+            if affine:
                 per_column = 1.0 / step[a:b].reshape(1, -1)
                 bads = _recheck_centrally(problem, j, a, cols, anas, rounding, per_column, h, info)
             else:
@@ -335,11 +344,20 @@ def _affine(problem: Problem, j: int, gen: Any, info: dict[str, Any]) -> bool:
     x = problem.inputs[j]
     size = x.detach().abs().clamp_min(1.0)
     us = [(2 * torch.rand(x.shape, generator=gen, dtype=torch.float64) - 1).to(x.dtype) * size for _ in range(2)]
-    with torch.no_grad():
-        outs = batched_outputs(problem, j, torch.stack([x + us[0], x + us[0] / 2, x + us[1], x + us[1] / 2]), info)
+    scratch = dict(info)  # a function that refuses these far points must not change how the rest is evaluated
+    try:
+        with torch.no_grad():
+            outs = batched_outputs(problem, j, torch.stack([x + us[0], x + us[0] / 2, x + us[1], x + us[1] / 2]),
+                                   scratch)
+    except Exception:  # e.g. a domain check: such a function gets central differences with small steps
+        info["evaluations"] = info.get("evaluations", 0) + 4
+        return False
+    info.update(scratch)
     info["evaluations"] = info.get("evaluations", 0) + 4
     eps = torch.finfo(x.dtype).eps
     for o, f0 in zip(outs, problem.outputs):
+        if o.numel() == 0:
+            continue
         o = o.reshape(4, -1).to(torch.float64)
         f0 = f0.reshape(-1).to(torch.float64)
         for far, half in ((o[0], o[1]), (o[2], o[3])):
@@ -359,12 +377,22 @@ def forward_columns(problem: Problem, j: int, a: int, b: int, step: Any, info: d
     batch = x.reshape(1, -1).repeat(b - a, 1)
     rows = torch.arange(b - a)
     batch[rows, rows + a] += step
-    with torch.no_grad():
-        outs = batched_outputs(problem, j, batch.reshape(b - a, *x.shape), info)
+    scratch = dict(info)
+    try:
+        with torch.no_grad():
+            outs = batched_outputs(problem, j, batch.reshape(b - a, *x.shape), scratch)
+    except Exception as exc:
+        raise OutOfDomain(str(exc)) from exc
+    info.update(scratch)
     info["evaluations"] = info.get("evaluations", 0) + (b - a)
     inverse = 1.0 / step.reshape(-1, 1).to(torch.float64)
-    return [o.reshape(b - a, -1).to(torch.float64).sub_(f0.reshape(1, -1)).mul_(inverse).T
+    # contiguous: an output that ignores input j comes back from vmap expanded, not writable in place
+    return [o.reshape(b - a, -1).to(torch.float64).contiguous().sub_(f0.reshape(1, -1)).mul_(inverse).T
             for o, f0 in zip(outs, problem.outputs)]
+
+
+class OutOfDomain(Exception):
+    """The function raised at a point one large step away: use small central steps instead."""
 
 
 def _recheck_centrally(problem: Problem, j: int, a: int, cols: list[Any], analytic: list[Any],
