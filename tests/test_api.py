@@ -250,6 +250,18 @@ def test_several_inputs_and_outputs_one_of_them_empty_or_independent():
     assert full.info["evaluations"] == 2 * (4 + 30)
 
 
+def test_a_nan_gradient_is_a_located_failure_in_both_modes():
+    def nan_at_3(g, x):  # y = x^2: dy/dx = 2x; the backward writes NaN at element 3
+        out = (2 * x * g).clone()
+        out[3] = float("nan")
+        return out
+
+    f = fn_class(lambda x: x * x, nan_at_3)
+    for mode in ("full", "directional"):
+        res = ga.check(f.apply, (leaf(40),), mode=mode)
+        assert res.verdict == "fail" and {m.element for m in res.mismatches} == {(3,)}, mode
+
+
 def test_a_kink_is_not_a_plain_failure():
     x = torch.tensor([0.0, 1.0, -1.0], dtype=F64, requires_grad=True)
     res = ga.check(torch.relu, (x,), mode="full")

@@ -164,7 +164,7 @@ def _bisect(problem: Problem, j: int, g: Any, u: Any, phi_for: Callable[[int, An
             part[lo] = 1.0
         else:
             part[lo:hi] = flat_u[lo:hi]
-        analytic = float((flat_g * part).sum())
+        analytic = float((flat_g[lo:hi] * part[lo:hi]).sum())  # the slice only: NaN * 0 elsewhere is NaN
         verdict = judge(phi_for(j, part.reshape(u.shape)), analytic, scale,
                         *_rounding(flat_g[lo:hi], part[lo:hi], flat_x[lo:hi]))
         if verdict["ok"]:
