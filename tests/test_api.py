@@ -184,6 +184,8 @@ def test_affine_one_sided_columns_that_disagree_are_rechecked_centrally():
     (m,) = res.mismatches
     assert (m.element, m.output_element) == ((5,), (7,))
     assert m.numeric == pytest.approx(a[7, 5].item(), abs=1e-8) and m.autograd == pytest.approx(a[7, 5].item() + 0.5)
+    text = res.report()
+    assert "rechecked_columns 1" in text and "evidence: affine in the input" in text
 
 
 def test_a_kink_within_the_one_sided_step_is_never_a_false_failure():

@@ -46,6 +46,8 @@ class CheckResult:
         """The readable report: never whole Jacobians, at most five worst entries."""
         lines = [f"gradaudit.check {self.name}: {self.verdict.upper()} (mode {self.mode}; "
                  + "; ".join(f"{k} {v}" for k, v in self.info.items() if k in _SHOWN_INFO) + ")"]
+        if "numeric" in self.info:  # full mode's evidence when it is not plain central differences
+            lines.append(f"evidence: {self.info['numeric']}")
         failing = [m for m in self.mismatches if m.kind != "kink"]
         kinks = [m for m in self.mismatches if m.kind == "kink"]
         total = self.info.get("entries")
@@ -83,7 +85,8 @@ class CheckResult:
         return escape(self.report())
 
 
-_SHOWN_INFO = ("evaluation", "largest_chunk", "analytic", "structure", "evaluations", "backward_rows", "elapsed_s")
+_SHOWN_INFO = ("evaluation", "largest_chunk", "analytic", "structure", "evaluations", "backward_rows",
+               "rechecked_columns", "elapsed_s")
 
 
 def _idx(index: tuple[int, ...] | None) -> str:
