@@ -185,7 +185,7 @@ def test_affine_one_sided_columns_that_disagree_are_rechecked_centrally():
     assert (m.element, m.output_element) == ((5,), (7,))
     assert m.numeric == pytest.approx(a[7, 5].item(), abs=1e-8) and m.autograd == pytest.approx(a[7, 5].item() + 0.5)
     text = res.report()
-    assert "rechecked_columns 1" in text and "evidence: affine in the input" in text
+    assert "rechecked_columns 1" in text and "evidence: affine in 'input0'" in text
 
 
 def test_a_kink_within_the_one_sided_step_is_never_a_false_failure():
@@ -232,7 +232,7 @@ def test_functions_that_refuse_far_points_fall_back_to_central_differences():
         assert res.ok, res.report()
         if res.info.get("numeric", "").startswith("affine"):  # the random directions stayed inside
             took_affine += 1
-            assert "from column 0 on central differences" in res.info["numeric"]
+            assert "'x' from column 0 on: central differences" in res.info["numeric"]
     assert took_affine
 
 
@@ -248,7 +248,8 @@ def test_several_inputs_and_outputs_one_of_them_empty_or_independent():
     # affine in each input with the other fixed: the affine test (4) and one evaluation per column
     # for each input, none rechecked
     full = ga.check(f, (leaf(30, seed=1), leaf(30, seed=2)), mode="full")
-    assert full.info["numeric"].startswith("affine") and "rechecked_columns" not in full.info
+    assert full.info["numeric"].startswith("affine in 'x'") and full.info["numeric"].endswith("also affine in 'w'")
+    assert "rechecked_columns" not in full.info
     assert full.info["evaluations"] == 2 * (4 + 30)
 
 

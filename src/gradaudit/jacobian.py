@@ -316,7 +316,8 @@ def full_blocks(problem: Problem, gen: Any, info: dict[str, Any]) -> Iterator[Bl
                     cols = forward_columns(problem, j, a, b, step[a:b], info)
                 except OutOfDomain:  # a step of max(1, |x|) left the function's domain: central from here on
                     affine = False
-                    info["numeric"] += f"; from column {a} on central differences (a step left the function's domain)"
+                    info["numeric"] += (f"; '{problem.names[j]}' from column {a} on: central differences "
+                                        "(a step left the function's domain)")
             if affine:
                 per_column = 1.0 / step[a:b].reshape(1, -1)
                 bads = _recheck_centrally(problem, j, a, cols, anas, rounding, per_column, h, info)
@@ -364,8 +365,10 @@ def _affine(problem: Problem, j: int, gen: Any, info: dict[str, Any]) -> bool:
             bend = (far - 2 * half + f0).abs()
             if not bool((bend <= 64 * eps * (far.abs().max() + 2 * half.abs().max() + f0.abs().max())).all()):
                 return False
-    info["numeric"] = ("affine in the input (verified along two random directions): one-sided differences with "
-                       "steps max(1, |x|), exact to rounding; disagreeing columns rechecked by central differences")
+    name = problem.names[j]
+    info["numeric"] = (f"affine in '{name}' (verified along two random directions): one-sided differences with "
+                       "steps max(1, |x|), exact to rounding; disagreeing columns rechecked by central differences"
+                       if "numeric" not in info else info["numeric"] + f"; also affine in '{name}'")
     return True
 
 
