@@ -173,6 +173,18 @@ def numeric_columns(problem: Problem, j: int, directions: Any, h: Any, info: dic
     return cols  # per output: (n directions, M_k)
 
 
+def central_columns(problem: Problem, j: int, which: Any, h: Any, info: dict[str, Any]) -> list[Any]:
+    """Central-difference Jacobian columns *which* (indices into input j, steps h[which]), per
+    output as (len(which), M_k); the evaluations are counted in *info*."""
+    import torch
+
+    x = problem.inputs[j]
+    unit = torch.zeros(len(which), x.numel(), dtype=x.dtype)
+    unit[torch.arange(len(which)), which] = 1.0
+    info["evaluations"] = info.get("evaluations", 0) + 2 * len(which)
+    return numeric_columns(problem, j, unit, h[which], info)
+
+
 def analytic_rows(problem: Problem, k: int, weights: Any, info: dict[str, Any]) -> list[Any | None]:
     """v^T J for each v in *weights* (rows, shape (B, M_k)), per checked input; None where unused.
 
@@ -306,9 +318,9 @@ def full_blocks(problem: Problem, gen: Any, info: dict[str, Any]) -> Iterator[Bl
         affine = n > SMALL_BATCH and _affine(problem, j, gen, info)
         step = _steps(x, 1.0).reshape(-1) if affine else h
         width = max(1, _chunk(problem, j) // (1 if affine else 2))
+        rounding = [8 * eps * fs for fs in f_scale]  # times 1 / step per column
         for a in range(0, n, width):
             b = min(n, a + width)
-            rounding = [8 * eps * fs for fs in f_scale]  # times 1 / step per column
             anas = [None if analytic[j, k] is None else analytic[j, k][:, a:b] for k in range(len(f_scale))]
             bads: list[Any] = [None] * len(f_scale)
             if affine:
@@ -322,10 +334,7 @@ def full_blocks(problem: Problem, gen: Any, info: dict[str, Any]) -> Iterator[Bl
                 per_column = 1.0 / step[a:b].reshape(1, -1)
                 bads = _recheck_centrally(problem, j, a, cols, anas, rounding, per_column, h, info)
             else:
-                eye = torch.zeros(b - a, n, dtype=x.dtype)
-                eye[torch.arange(b - a), torch.arange(a, b)] = 1.0
-                cols = [col.T for col in numeric_columns(problem, j, eye, h[a:b], info)]
-                info["evaluations"] = info.get("evaluations", 0) + 2 * (b - a)
+                cols = [col.T for col in central_columns(problem, j, torch.arange(a, b), h, info)]
                 per_column = 1.0 / h[a:b].reshape(1, -1)
             for k, col in enumerate(cols):
                 yield Block(j, k, anas[k], col, rounding[k], "dense", per_column=per_column, bad=bads[k],
@@ -345,16 +354,11 @@ def _affine(problem: Problem, j: int, gen: Any, info: dict[str, Any]) -> bool:
     x = problem.inputs[j]
     size = x.detach().abs().clamp_min(1.0)
     us = [(2 * torch.rand(x.shape, generator=gen, dtype=torch.float64) - 1).to(x.dtype) * size for _ in range(2)]
-    scratch = dict(info)  # a function that refuses these far points must not change how the rest is evaluated
-    try:
-        with torch.no_grad():
-            outs = batched_outputs(problem, j, torch.stack([x + us[0], x + us[0] / 2, x + us[1], x + us[1] / 2]),
-                                   scratch)
-    except Exception:  # e.g. a domain check: such a function gets central differences with small steps
-        info["evaluations"] = info.get("evaluations", 0) + 4
-        return False
-    info.update(scratch)
     info["evaluations"] = info.get("evaluations", 0) + 4
+    try:
+        outs = _far_outputs(problem, j, torch.stack([x + us[0], x + us[0] / 2, x + us[1], x + us[1] / 2]), info)
+    except OutOfDomain:  # e.g. a domain check: such a function gets central differences with small steps
+        return False
     eps = torch.finfo(x.dtype).eps
     for o, f0 in zip(outs, problem.outputs):
         if o.numel() == 0:
@@ -380,13 +384,7 @@ def forward_columns(problem: Problem, j: int, a: int, b: int, step: Any, info: d
     batch = x.reshape(1, -1).repeat(b - a, 1)
     rows = torch.arange(b - a)
     batch[rows, rows + a] += step
-    scratch = dict(info)
-    try:
-        with torch.no_grad():
-            outs = batched_outputs(problem, j, batch.reshape(b - a, *x.shape), scratch)
-    except Exception as exc:
-        raise OutOfDomain(str(exc)) from exc
-    info.update(scratch)
+    outs = _far_outputs(problem, j, batch.reshape(b - a, *x.shape), info)
     info["evaluations"] = info.get("evaluations", 0) + (b - a)
     inverse = 1.0 / step.reshape(-1, 1).to(torch.float64)
     # contiguous: an output that ignores input j comes back from vmap expanded, not writable in place
@@ -396,6 +394,21 @@ def forward_columns(problem: Problem, j: int, a: int, b: int, step: Any, info: d
 
 class OutOfDomain(Exception):
     """The function raised at a point one large step away: use small central steps instead."""
+
+
+def _far_outputs(problem: Problem, j: int, batch: Any, info: dict[str, Any]) -> list[Any]:
+    """batched_outputs at points far from x; a function that refuses them raises OutOfDomain and
+    leaves *info* (how the rest is evaluated, e.g. vmap or loop) as it was."""
+    import torch
+
+    scratch = dict(info)
+    try:
+        with torch.no_grad():
+            outs = batched_outputs(problem, j, batch, scratch)
+    except Exception as exc:
+        raise OutOfDomain(f"{type(exc).__name__}: {exc}") from exc
+    info.update(scratch)
+    return outs
 
 
 def _recheck_centrally(problem: Problem, j: int, a: int, cols: list[Any], analytic: list[Any],
@@ -410,11 +423,7 @@ def _recheck_centrally(problem: Problem, j: int, a: int, cols: list[Any], analyt
     if not suspect or not bool(torch.stack(suspect).any()):
         return bads
     which = torch.stack(suspect).any(0).nonzero().flatten()
-    x = problem.inputs[j]
-    unit = torch.zeros(len(which), x.numel(), dtype=x.dtype)
-    unit[torch.arange(len(which)), which + a] = 1.0
-    central = numeric_columns(problem, j, unit, h[which + a], info)
-    info["evaluations"] = info.get("evaluations", 0) + 2 * len(which)
+    central = central_columns(problem, j, which + a, h, info)
     info["rechecked_columns"] = info.get("rechecked_columns", 0) + len(which)
     per_column[:, which] = 1.0 / h[which + a].reshape(1, -1)
     for k, cen in enumerate(central):
@@ -505,10 +514,7 @@ def _reach(problem: Problem, j: int, h: Any, f_scale: Any, info: dict[str, Any])
 
     x = problem.inputs[j]
     probe = x.numel() // 2
-    unit = torch.zeros(1, x.numel(), dtype=x.dtype)
-    unit[0, probe] = 1.0
-    col = numeric_columns(problem, j, unit, h[probe:probe + 1], info)[0][0]  # (M,)
-    info["evaluations"] = info.get("evaluations", 0) + 2
+    col = central_columns(problem, j, torch.tensor([probe]), h, info)[0][0]  # (M,)
     significant = (col.abs() > 64 * torch.finfo(x.dtype).eps * f_scale / h[probe]).nonzero().flatten()
     return int((significant - probe).abs().max()) if significant.numel() else 0
 
