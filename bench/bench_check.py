@@ -30,10 +30,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import gradaudit.jacobian
 import torch
 
 import gradaudit as ga
-import gradaudit.jacobian
 
 
 def case(name: str, n: int) -> tuple[Callable[..., Any], Any]:

@@ -7,7 +7,7 @@ Run:  python examples/02_hand_graph.py
 import gradaudit as ga
 from gradaudit.render.text import make_console, render
 
-graph = ga.Check(
+graph = ga.Expectation(
     name="hand-derived graph",
     function="(w*x + b - t)**2",
     inputs={"x": 2.0, "w": 3.0, "b": 1.0, "t": ga.InputSpec("t", 10.0, requires_grad=False)},

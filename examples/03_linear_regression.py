@@ -12,7 +12,7 @@ from gradaudit.render.text import make_console, render
 
 data = {"x": ga.InputSpec("x", [0.0, 1.0, 2.0, 3.0], requires_grad=False),
         "y": ga.InputSpec("y", [1.0, 3.0, 5.0, 7.0], requires_grad=False)}
-grads = ga.Check(name="MSE gradients at w = b = 0", function="mean((w*x + b - y)**2)",
+grads = ga.Expectation(name="MSE gradients at w = b = 0", function="mean((w*x + b - y)**2)",
                  inputs={"w": 0.0, "b": 0.0, **data}, expected={"w": -17, "b": -8},
                  derivation="errors -1, -3, -5, -7: dL/dw = 0.5 * -34, dL/db = 0.5 * -16")
 

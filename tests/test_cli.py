@@ -72,7 +72,7 @@ def test_a_failing_ledger_exits_1_and_keeps_the_failure_intact(cli, ledger):
     res = cli("run", str(path))
     assert res.code == 1
     assert "0 passed, 3 failed" in res.out
-    assert "Mismatched elements: 1 / 1 (100.0%)" in res.out
+    assert "Mismatched elements: 1 / 1 (100%)" in res.out
     assert "function:   x*x" in res.out and "environment: " in res.out
     assert f"re-run:     gradaudit run {path} --check 'claims 7'" in res.out
 

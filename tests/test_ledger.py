@@ -4,7 +4,7 @@ import pytest
 
 from gradaudit import SpecError, read_ledger
 from gradaudit.ledger import read_results, results_text, write_atomic
-from gradaudit.record import Record
+from gradaudit.record import InputMeta, Record
 
 
 def test_the_seed_record_shape_works_as_it_is(ledger):
@@ -73,14 +73,14 @@ def test_field_is_named(ledger):
 
 def test_results_are_written_atomically_and_read_back(tmp_path):
     path = tmp_path / "out" / "r.jsonl"
-    rec = Record({"check": "c", "inputs": {"x": {"value": 3}}, "input": "x", "analytical_gradient": 6},
-                 {"observed_gradient": float("nan"), "executed": True, "verdict": "fail", "outcome": "failed"})
+    rec = Record(check="c", inputs=(InputMeta("x", 3, (), "float64", "cpu", True),), input="x",
+                 analytical_gradient=6, observed_gradient=float("nan"), executed=True, verdict="fail", outcome="failed")
     write_atomic(path, results_text([rec], {"summary": {"failed": 1}}))
     text = path.read_text()
     assert "NaN" in text and json.loads(text.splitlines()[1])["observed_gradient"] == "NaN"
     header, records = read_results(path)
     assert header["summary"] == {"failed": 1}
-    assert records[0].get("check") == "c" and records[0].verdict == "fail"
+    assert records[0].check == "c" and records[0].verdict == "fail"
     assert [p.name for p in path.parent.iterdir()] == ["r.jsonl"]  # no temporary file left behind
 
 

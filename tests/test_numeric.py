@@ -5,15 +5,27 @@ import math
 import pytest
 import torch
 
-from gradaudit.numeric import estimate, is_kink, one_sided, taylor_orders
+from gradaudit import Expectation
+from gradaudit.channels import finite_difference
+from gradaudit.evaluate import Problem, slopes
+from gradaudit.numeric import ridders_tableau, ridders_tensor, taylor_orders
+from gradaudit.tolerances import resolve
 
 F64 = torch.float64
 EPS = 2.220446049250313e-16
 
 
+def fd(fn, x, **kw):
+    """The ledger's finite-difference channel for a callable of x: (derivative, bound, evidence facts)."""
+    check = Expectation(name="fd", function=lambda x: fn(x), inputs={"x": x}, expected={"x": 0.0},
+                        methods=["finite_difference"], **kw)
+    ev = finite_difference(check)
+    return ev.grads["x"], ev.bounds["x"], ev.info["per_input"]["x"]
+
+
 def test_central_step_is_exactly_representable_and_scaled():
     x = torch.tensor([0.0, 3.0, -1e4], dtype=F64)
-    _, err, info = estimate(lambda t: (t * t).sum(), x, scheme="central")
+    _, err, info = fd(lambda x: (x * x).sum(), x, scheme="central")
     h = torch.tensor(info["step"], dtype=F64)
     assert torch.equal((x + h) - x, h)
     assert float(h[0]) == pytest.approx(EPS ** (1 / 3), rel=1e-12)  # cbrt(eps)
@@ -23,7 +35,7 @@ def test_central_step_is_exactly_representable_and_scaled():
 
 def test_central_difference_of_a_cubic_has_error_h_squared():
     # ((x+h)^3 - (x-h)^3) / 2h = 3x^2 + h^2: at x = 2, h = 1e-3 -> 12.000001
-    d, _, info = estimate(lambda t: (t**3).sum(), torch.tensor([2.0], dtype=F64), scheme="central", step=1e-3)
+    d, _, info = fd(lambda x: (x**3).sum(), [2.0], scheme="central", step=1e-3)
     assert float(d[0]) == pytest.approx(12.000001, abs=1e-10)
     assert info["step_rule"] == "chosen: h = 0.001"
 
@@ -37,11 +49,30 @@ SMOOTH = [
 
 
 @pytest.mark.parametrize("f, x0, exact", SMOOTH)
-def test_ridders_reaches_1e_12_in_at_most_12_evaluations_and_bounds_its_error(f, x0, exact):
-    d, err, info = estimate(f, torch.tensor([x0], dtype=F64), scheme="ridders")
+def test_ridders_reaches_1e_12_in_12_evaluations_and_bounds_its_error(f, x0, exact):
+    d, err, info = fd(f, [x0])
     assert abs(float(d[0]) - exact) <= 1e-12 * abs(exact)
-    assert info["evaluations"] <= 12
-    assert abs(float(d[0]) - exact) <= 10 * float(err[0])  # the derived tolerance covers the true error
+    assert info["evaluations"] == 12 and info["scheme"] == "ridders"
+    assert abs(float(d[0]) - exact) <= 10 * float(err[0])  # the derived allowance covers the true error
+
+
+def test_ridders_is_vectorized_over_elements_with_one_estimate_each():
+    # d/dx_i sum(sin x) = cos x_i, for 200 elements at once: 12 batched evaluations, not 12 per element
+    x = torch.linspace(-2, 2, 200, dtype=F64)
+    d, err, info = fd(lambda t: t.sin().sum(), x)
+    assert torch.allclose(d, x.cos(), atol=1e-12, rtol=0) and err.shape == (200,)
+    assert bool(((d - x.cos()).abs() <= 10 * err).all())
+
+
+def test_vectorized_tableau_matches_the_scalar_one_and_skips_undefined_steps():
+    h = torch.tensor([0.5**k for k in range(6)], dtype=F64)
+    seq = (2.0 + h * h + 0.3 * h**4).tolist()  # D(h) = 2 + h^2 + 0.3 h^4: the limit is 2
+    scalar = ridders_tableau(seq)
+    value, err, _ = ridders_tensor(torch.tensor(seq, dtype=F64).reshape(6, 1))
+    assert float(value[0]) == pytest.approx(scalar[0], abs=1e-15) == pytest.approx(2.0, abs=1e-14)
+    nan_first = torch.tensor([math.nan, math.nan] + seq[2:], dtype=F64).reshape(6, 1)  # large steps undefined
+    value, err, used = ridders_tensor(nan_first)
+    assert float(value[0]) == pytest.approx(2.0, abs=1e-12) and math.isfinite(float(err[0]))
 
 
 @pytest.mark.parametrize("f, x0, exact", SMOOTH + [
@@ -49,32 +80,35 @@ def test_ridders_reaches_1e_12_in_at_most_12_evaluations_and_bounds_its_error(f,
     (lambda t: t.sqrt().sum(), 4.0, 0.25),
 ])
 def test_complex_step_is_exact_to_rounding(f, x0, exact):
-    d, err, info = estimate(f, torch.tensor([x0], dtype=F64), scheme="complex_step")
-    assert info["scheme"] == "complex_step" and info["fallback"] is None
+    d, err, info = fd(f, [x0], scheme="complex_step")
+    assert info["scheme"] == "complex_step" and "fallback" not in info
     assert abs(float(d[0]) - exact) <= 1e-15 * max(1.0, abs(exact))
 
 
 def test_complex_step_falls_back_and_says_why():
-    d, err, info = estimate(lambda t: t.abs().sum(), torch.tensor([1.5], dtype=F64), scheme="complex_step")
+    d, err, info = fd(lambda t: t.abs().sum(), [1.5], scheme="complex_step")
     assert info["scheme"] == "ridders" and "real result" in info["fallback"]
     assert float(d[0]) == pytest.approx(1.0, abs=1e-12)  # d|x|/dx = 1 at 1.5
-    d, err, info = estimate(lambda t: torch.relu(t).sum(), torch.tensor([1.5], dtype=F64), scheme="complex_step")
+    d, err, info = fd(lambda t: torch.relu(t).sum(), [1.5], scheme="complex_step")
     assert info["scheme"] == "ridders" and "complex step unavailable" in info["fallback"]
 
 
 def test_one_sided_differences():
     # d/dx x^2 = 2x = 6 at 3; one-sided error is about h |f''| / 2 = sqrt(eps) * 3 = 4.5e-8
     for scheme in ("forward", "backward"):
-        d, err, info = estimate(lambda t: (t * t).sum(), torch.tensor([3.0], dtype=F64), scheme=scheme)
+        d, err, info = fd(lambda t: (t * t).sum(), [3.0], scheme=scheme)
         assert float(d[0]) == pytest.approx(6.0, abs=1e-7) and err is None
 
 
 def test_slopes_expose_a_kink():
     # |x| at 0: left slope -1, right slope +1; relu at 0: 0 and 1; x^2 at 1: both about 2
-    assert one_sided(lambda t: t.abs().sum(), torch.tensor([0.0], dtype=F64), 0) == (-1.0, 1.0)
-    assert one_sided(lambda t: torch.relu(t).sum(), torch.tensor([0.0], dtype=F64), 0) == (0.0, 1.0)
-    left, right = one_sided(lambda t: (t * t).sum(), torch.tensor([1.0], dtype=F64), 0)
-    assert is_kink(-1.0, 1.0) and not is_kink(left, right)
+    for fn, left, right in ((torch.abs, -1.0, 1.0), (torch.relu, 0.0, 1.0)):
+        problem = Problem(fn, [torch.zeros(1, dtype=F64)], ["x"], [0], outputs=[torch.zeros(1, dtype=F64)])
+        ((lo, hi),) = slopes(problem, 0, torch.tensor([0]), {})
+        assert (float(lo), float(hi)) == (left, right)
+    problem = Problem(lambda t: t * t, [torch.ones(1, dtype=F64)], ["x"], [0], outputs=[torch.ones(1, dtype=F64)])
+    ((lo, hi),) = slopes(problem, 0, torch.tensor([0]), {})
+    assert float(lo) == pytest.approx(2.0, abs=1e-7) and float(hi) == pytest.approx(2.0, abs=1e-7)
 
 
 def test_taylor_orders_separate_right_from_slightly_wrong():
@@ -88,13 +122,16 @@ def test_taylor_orders_separate_right_from_slightly_wrong():
 
 
 def test_directional_judge_accepts_quickly_and_only_ridders_can_fail():
-    from gradaudit.directional import judge, scalar_batch
+    from gradaudit.directional import judge_along, scalar_batch
 
+    tol = resolve("autograd_vs_evidence", "float64")
     phi = scalar_batch(lambda t: math.sin(0.3 + t) * math.exp(0.3 + t))  # phi'(0) = e^0.3 (sin 0.3 + cos 0.3)
     exact = math.exp(0.3) * (math.sin(0.3) + math.cos(0.3))
-    right = judge(phi, exact, 1.0, 0.0, 0.0)
-    assert right["ok"] and right["evaluations"] == 4 and right["scheme"].startswith("richardson")
-    assert abs(right["numeric"] - exact) <= right["allowed"] < 1e-11  # 10 x 1.5 eps |phi| / 7e-4 ~ 2e-12
-    wrong = judge(phi, exact * (1 + 1e-8), 1.0, 0.0, 0.0)  # off by 1.7e-8: beyond both stages' tolerance
-    assert not wrong["ok"] and wrong["scheme"] == "ridders" and wrong["evaluations"] == 4 + 8
+    right = judge_along(phi, exact, tol, scale=1.0, perturbation=0.0, dot_rounding=0.0)
+    assert right["verdict"] == 0 and right["evaluations"] == 4 and right["scheme"].startswith("richardson")
+    # allowed: rtol 1e-10 x |phi'| (1.7e-10) + 10 x the rounding bound 1.5 eps |phi| / 7e-4 (7e-13)
+    assert abs(right["numeric"] - exact) <= right["allowed"] < 1.8e-10
+    wrong = judge_along(phi, exact * (1 + 1e-8), tol, scale=1.0, perturbation=0.0, dot_rounding=0.0)
+    # off by 1.7e-8: beyond both stages' allowance; then the one-sided slopes (3 evaluations) find no kink
+    assert wrong["verdict"] == 1 and wrong["scheme"] == "ridders" and wrong["evaluations"] == 4 + 8 + 3
     assert abs(wrong["numeric"] - exact) < 1e-11

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gradaudit import Check, run, suites
+from gradaudit import Expectation, run, suites
 from gradaudit.ledger import read_results, results_text, write_atomic
 from gradaudit.record import summarize
 from gradaudit.render.html import render_html
@@ -19,7 +19,7 @@ BROWSER = shutil.which("chromium-headless-shell") or "/usr/lib/chromium/chromium
 def records():
     recs = run(suites.load("quickstart") + suites.load("notebook"), environment_id="env-test")
     # a failing tensor check, so that a discrepancy plot is embedded: d/dx_i sum(x^2) = 2 x_i = [2, 4, 6]
-    recs += run([Check(name="claims [2, 5, 6]", function="sum(x*x)", inputs={"x": [1.0, 2.0, 3.0]},
+    recs += run([Expectation(name="claims [2, 5, 6]", function="sum(x*x)", inputs={"x": [1.0, 2.0, 3.0]},
                        expected={"x": [2, 5, 6]}, methods=["backward"], source="test")], environment_id="env-test")
     return recs
 

@@ -6,14 +6,14 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from gradaudit import Check, run, suites
+from gradaudit import Expectation, run, suites
 from gradaudit.render.junit import junit_xml
 from gradaudit.render.markdown import markdown
 
 # d/dx_i sum(x^2) = 2 x_i = [2, 4, 6]: element 1 is claimed as 5
-WRONG = Check(name="claims [2, 5, 6]", function="sum(x*x)", inputs={"x": [1.0, 2.0, 3.0]},
+WRONG = Expectation(name="claims [2, 5, 6]", function="sum(x*x)", inputs={"x": [1.0, 2.0, 3.0]},
               expected={"x": [2, 5, 6]}, methods=["backward"], suite="demo", source="test")
-BOOM = Check(name="raises", function=lambda x: 1 / 0, inputs={"x": 1.0}, expected={"x": 1}, methods=["backward"],
+BOOM = Expectation(name="raises", function=lambda x: 1 / 0, inputs={"x": 1.0}, expected={"x": 1}, methods=["backward"],
              suite="demo", source="test")
 
 
@@ -36,9 +36,9 @@ def test_junit_is_valid_and_counts_match(recs):
 
 
 def test_junit_pinned_for_one_record():
-    (r,) = run([Check(name="sq", function="x*x", inputs={"x": 3.0}, expected={"x": 6}, methods=["backward"],
+    (r,) = run([Expectation(name="sq", function="x*x", inputs={"x": 3.0}, expected={"x": 6}, methods=["backward"],
                       suite="s")], environment_id="e")
-    text = junit_xml([r]).replace(f'time="{float(r.get("elapsed_s")):.6f}"', 'time="T"')
+    text = junit_xml([r]).replace(f'time="{float(r.elapsed_s):.6f}"', 'time="T"')
     assert text == ('<?xml version="1.0" encoding="utf-8"?>\n'
                     '<testsuites name="gradaudit" tests="1" failures="0" errors="0" skipped="0">\n'
                     '  <testsuite name="s" tests="1" failures="0" errors="0" skipped="0">\n'
@@ -118,7 +118,7 @@ def test_notebook_is_built_executed_and_shows_the_evidence(cli, jupyter_dirs):
     assert [r.split()[0] for r in rows] == ["backward", "autograd.grad", "finite_difference"]
     assert all(r.split()[2] == "6" and r.split()[3] == "6" for r in rows)  # 2x at x = 3, expected and observed
     failing = outputs["gn.show('notebook', 'a failed check kept intact: 2x written as x^2')"]
-    assert "fail (expected)" in failing and "Mismatched elements: 1 / 1 (100.0%)" in failing
+    assert "fail (expected)" in failing and "Mismatched elements: 1 / 1 (100%)" in failing
     assert "function:   x*x" in failing and "environment:" in failing
     assert any("Deliberately failing" in m for m in md)
 

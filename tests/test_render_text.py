@@ -2,11 +2,11 @@
 
 import io
 
-from gradaudit import Check, run
+from gradaudit import Expectation, run
 from gradaudit.render.text import fmt_value, make_console, render
 
 # d/dx_i sum(x^2) = 2 x_i = [2, 6] at x = [1, 3]; element 1 is claimed to be 7
-CHECK = Check(name="claims 7", function="sum(x*x)", inputs={"x": [1.0, 3.0]}, expected={"x": [2, 7]},
+CHECK = Expectation(name="claims 7", function="sum(x*x)", inputs={"x": [1.0, 3.0]}, expected={"x": [2, 7]},
               methods=["backward"], derivation="d/dx_i sum(x^2) = 2x_i; element 1 claimed wrong", source="test")
 
 DETAIL = """\
@@ -19,11 +19,11 @@ FAIL: claims 7 — d/dx by backward (stored)
   expected:   [2, 7]   (written: [2, 7])
   observed:   [2, 6]
   tolerance:  atol 1e-07, rtol 1e-07 (default: default for float64 gradients (torch.testing.assert_close's table))
-  Mismatched elements: 1 / 2 (50.0%)
-  Greatest absolute difference: 1 at index (1,) (up to 1e-07 + 1e-07·|expected| allowed)
-  Greatest relative difference: 0.142857
-    index | expected | observed | abs | rel
-    (1,) | 7 | 6 | 1 | 0.142857
+  Mismatched elements: 1 / 2 (50%)
+  Greatest absolute difference: 1 at 'x' element (1,) (up to 8e-07 allowed)
+  Greatest relative difference: 0.142857 at 'x' element (1,)
+    element | expected | observed | abs | rel | allowed | verdict
+    (1,) | 7 | 6 | 1 | 0.142857 | 8e-07 | fail
   environment: env-test
 
 0 passed, 1 failed

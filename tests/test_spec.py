@@ -1,11 +1,11 @@
 import pytest
 import torch
 
-from gradaudit import Check, ExpectedError, InputSpec, SpecError, Tolerance
+from gradaudit import Expectation, ExpectedError, InputSpec, SpecError, Tolerance
 
 
 def square(**kw):
-    return Check(name="sq", function="x*x", **kw)
+    return Expectation(name="sq", function="x*x", **kw)
 
 
 def test_number_inputs_default_to_float64():
@@ -29,18 +29,18 @@ def test_integer_tensor_input_is_refused_too():
 
 def test_expected_of_wrong_shape():
     with pytest.raises(SpecError) as info:
-        Check(name="s", function="sum(x)", inputs={"x": [1.0, 2.0, 3.0]}, expected={"x": [1.0, 1.0]})
+        Expectation(name="s", function="sum(x)", inputs={"x": [1.0, 2.0, 3.0]}, expected={"x": [1.0, 1.0]})
     assert "shape (2,)" in str(info.value) and "shape (3,)" in str(info.value)
     assert info.value.field == "analytical_gradient.x"
 
 
 def test_single_number_expectation_broadcasts():
-    c = Check(name="s", function="sum(x)", inputs={"x": [1.0, 2.0, 3.0]}, expected={"x": 1})
+    c = Expectation(name="s", function="sum(x)", inputs={"x": [1.0, 2.0, 3.0]}, expected={"x": 1})
     assert c.expected_tensor("x").tolist() == [1.0, 1.0, 1.0]  # d/dx_i sum(x) = 1
 
 
 def test_formula_expectation_is_evaluated_from_the_inputs():
-    c = Check(name="s", function="sum(x*x)", inputs={"x": [1.0, -2.0]}, expected={"x": "2*x"})
+    c = Expectation(name="s", function="sum(x*x)", inputs={"x": [1.0, -2.0]}, expected={"x": "2*x"})
     assert c.expected_tensor("x").tolist() == [2.0, -4.0]
 
 
@@ -53,21 +53,21 @@ def test_tolerance_off_default_needs_why():
 
 
 def test_tolerance_equal_to_the_default_needs_no_why():
-    c = Check(name="s", function="x*x", inputs={"x": 3.0}, expected={"x": 6}, methods=["backward"],
+    c = Expectation(name="s", function="x*x", inputs={"x": 3.0}, expected={"x": 6}, methods=["backward"],
               tolerance=Tolerance(1e-7, 1e-7))
     assert c.tolerance.why is None
 
 
 def test_unused_and_reserved_inputs():
     with pytest.raises(SpecError, match="not used by the function"):
-        Check(name="s", function="x*x", inputs={"x": 3.0, "y": 1.0}, expected={"x": 6, "y": 0})
+        Expectation(name="s", function="x*x", inputs={"x": 3.0, "y": 1.0}, expected={"x": 6, "y": 0})
     with pytest.raises(SpecError, match="cannot name an input"):
-        Check(name="s", function="x*x", inputs={"method": 3.0}, expected=6)
+        Expectation(name="s", function="x*x", inputs={"method": 3.0}, expected=6)
 
 
 def test_missing_expectation_and_unknown_method():
     with pytest.raises(SpecError, match="no analytical gradient for the input"):
-        Check(name="s", function="x*w", inputs={"x": 3.0, "w": 1.0}, expected={"x": 1})
+        Expectation(name="s", function="x*w", inputs={"x": 3.0, "w": 1.0}, expected={"x": 1})
     with pytest.raises(SpecError, match="Did you mean 'backward'"):
         square(inputs={"x": 3.0}, expected=6, methods=["backwards"])
 

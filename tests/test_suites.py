@@ -14,20 +14,20 @@ def results():
     out = {}
     for name in suites.names():
         for r in run(suites.load(name), environment_id="test"):
-            out[r.get("suite"), r.get("check"), r.get("input"), r.get("method")] = r
+            out[r.suite, r.check, r.input, r.method] = r
     return out
 
 
 def observed(results, suite, check, fact, method="observation"):
     r = results[suite, check, fact, method]
-    return r.get("observed_value") if method == "observation" else r.get("observed_gradient")
+    return r.observed_value if method == "observation" else r.observed_gradient
 
 
 def test_every_suite_is_green_apart_from_declared_failures_and_skips(results):
     outcomes = {r.outcome for r in results.values()}
     assert outcomes <= {"passed", "expected failures", "skipped"}
-    assert all(r.get("source", "").startswith("seed 00") for r in results.values())
-    assert all(r.get("derivation") for r in results.values())
+    assert all(r.source.startswith("seed 00") for r in results.values())
+    assert all(r.derivation for r in results.values())
 
 
 def test_each_check_names_document_and_section():
@@ -57,17 +57,17 @@ def test_notebook_numbers(results):
     assert observed(results, n, "deliberate reset to None", "x", "backward") == 6
     # central difference of x^3 is 3x^2 + h^2: 12 + 1e-6 at x = 2, h = 1e-3
     fd = results[n, "finite differences with a chosen step", "x", "finite_difference"]
-    assert fd.get("observed_gradient") == pytest.approx(12.000001, abs=1e-9)
-    assert fd.get("step") == 1e-3 and fd.get("evidence")["step_rule"] == "chosen: h = 0.001"
-    assert "h^2 = 1e-6" in fd.get("tolerance")["why"] and fd.get("tolerance")["default"] is False
+    assert fd.observed_gradient == pytest.approx(12.000001, abs=1e-9)
+    assert fd.step == 1e-3 and fd.evidence.step_rule == "chosen: h = 0.001"
+    assert "h^2 = 1e-6" in fd.tolerance.why and fd.tolerance.default is False
 
 
 def test_notebook_keeps_one_failure_intact(results):
     for method in ("backward", "autograd.grad", "finite_difference"):
         r = results["notebook", "a failed check kept intact: 2x written as x^2", "x", method]
         assert r.verdict == "fail" and r.outcome == "expected failures"
-        assert r.get("discrepancy")["max_abs"] == pytest.approx(3, abs=1e-6)  # 9 claimed, 2x = 6 true
-        assert r.get("function") == "x*x" and r.get("environment") == "test"
+        assert r.discrepancy.max_abs == pytest.approx(3, abs=1e-6)  # 9 claimed, 2x = 6 true
+        assert r.function == "x*x" and r.environment == "test"
 
 
 # seed 004 ---------------------------------------------------------------------------------
@@ -94,8 +94,8 @@ def test_finite_differences_and_the_erratum(results):
     e = results[L, 'erratum: "divided by two point zero zero two gives minus twelve"',
                 "(L(3.001) - L(2.999)) / 2.002", "observation"]
     assert e.verdict == "fail" and e.outcome == "expected failures"
-    assert e.get("observed_value") == pytest.approx(-0.024 / 2.002, rel=1e-9)  # -0.011988...
-    assert "2*eps = 0.002" in e.get("expect")["why"]
+    assert e.observed_value == pytest.approx(-0.024 / 2.002, rel=1e-9)  # -0.011988...
+    assert "2*eps = 0.002" in e.expect["why"]
 
 
 def test_gradient_controls(results):
@@ -166,7 +166,7 @@ def test_same_device_rule_is_skipped_with_a_reason_without_an_accelerator(result
     if torch.cuda.is_available() or torch.backends.mps.is_available():
         assert r.verdict == "pass"
     else:
-        assert r.verdict == "skipped" and "no accelerator" in r.get("note")
+        assert r.verdict == "skipped" and "no accelerator" in r.reason
 
 
 def test_a_probe_that_breaks_is_a_failure_not_a_pass():
@@ -174,6 +174,6 @@ def test_a_probe_that_breaks_is_a_failure_not_a_pass():
 
     probe = Probe("p", lambda: {"shape": [3, 1]}, {"shape": [3]}, derivation="d", source="s")
     (r,) = run([probe])
-    assert r.verdict == "fail" and "shape" in r.get("note")
+    assert r.verdict == "fail" and "shape" in r.reason
     boom = Probe("q", lambda: 1 / 0, {"v": 1}, derivation="d", source="s")
     assert run([boom])[0].verdict == "error"

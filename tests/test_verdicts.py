@@ -6,7 +6,8 @@ Every expected gradient here is the analytical derivative, written as a formula.
 import pytest
 import torch
 
-from gradaudit import Check, InputSpec, Tolerance, run
+from gradaudit import Expectation, InputSpec, Tolerance, run
+from gradaudit.render.text import evidence_text
 
 X = [0.3, -0.7, 1.3]
 POS = [0.3, 0.7, 1.3]
@@ -34,68 +35,69 @@ CORRECT_OPS = [
 
 @pytest.mark.parametrize("fn, x, grad", CORRECT_OPS, ids=[c[0] for c in CORRECT_OPS])
 def test_correct_torch_ops_pass_with_derived_tolerances(fn, x, grad):
-    recs = run([Check(name=fn, function=fn, inputs={"x": x}, expected={"x": grad})])
-    assert [r.verdict for r in recs] == ["pass", "pass", "pass"], [r.get("discrepancy") for r in recs]
+    recs = run([Expectation(name=fn, function=fn, inputs={"x": x}, expected={"x": grad})])
+    assert [r.verdict for r in recs] == ["pass", "pass", "pass"], [r.discrepancy for r in recs]
 
 
 @pytest.mark.parametrize("fn, x, grad", CORRECT_OPS[:8], ids=[c[0] for c in CORRECT_OPS[:8]])
 def test_a_relative_error_of_1e_6_is_caught_by_every_channel(fn, x, grad):
-    recs = run([Check(name=fn, function=fn, inputs={"x": x}, expected={"x": f"({grad})*(1 + 1e-6)"})])
+    recs = run([Expectation(name=fn, function=fn, inputs={"x": x}, expected={"x": f"({grad})*(1 + 1e-6)"})])
     assert [r.verdict for r in recs] == ["fail", "fail", "fail"]
 
 
 def test_relu_at_zero_is_inconclusive_and_names_both_slopes():
     # relu'(x) = 1 for x > 0, 0 for x < 0; at 0 the slopes are 0 (left) and 1 (right)
-    c = Check(name="relu", function="sum(relu(x))", inputs={"x": [0.0, 1.0]}, expected={"x": [0, 1]},
+    c = Expectation(name="relu", function="sum(relu(x))", inputs={"x": [0.0, 1.0]}, expected={"x": [0, 1]},
               methods=["finite_difference"])
     (r,) = run([c])
     assert r.verdict == "inconclusive" and r.outcome == "inconclusive"
-    (kink,) = r.get("kinks")
-    assert kink["index"] == [0] and kink["left_slope"] == 0.0 and kink["right_slope"] == 1.0
-    assert kink["autograd"] == 0.0  # torch's convention relu'(0) = 0
-    assert "left slope 0, right slope 1, autograd chose 0.0" in r.get("note")
+    (kink,) = [c for c in r.discrepancy.worst if c.kind == "kink"]
+    assert kink.element == (0,) and kink.slopes == (0.0, 1.0) and kink.verdict == "inconclusive"
+    # torch's convention relu'(0) = 0
+    assert "left slope 0, right slope 1, autograd chose 0.0" in r.reason
 
 
 def test_a_declared_convention_turns_the_kink_into_a_pass():
-    c = Check(name="relu", function="sum(relu(x))", inputs={"x": [0.0, 1.0]}, expected={"x": [0, 1]},
+    c = Expectation(name="relu", function="sum(relu(x))", inputs={"x": [0.0, 1.0]}, expected={"x": [0, 1]},
               convention={"x": [0, 1]}, methods=["finite_difference"])
     (r,) = run([c])
-    assert r.verdict == "pass" and "declared convention" in r.get("note")
+    assert r.verdict == "pass" and "declared convention" in r.reason
 
 
 def test_a_convention_outside_the_slopes_does_not_pass():
     # 2 is not a subgradient of relu at 0 (it is not between 0 and 1)
-    c = Check(name="relu", function="sum(relu(x))", inputs={"x": [0.0]}, expected={"x": [2]},
+    c = Expectation(name="relu", function="sum(relu(x))", inputs={"x": [0.0]}, expected={"x": [2]},
               convention={"x": [2]}, methods=["finite_difference"])
     assert run([c])[0].verdict == "inconclusive"
 
 
 def test_a_kink_does_not_hide_a_real_error_elsewhere():
-    c = Check(name="relu", function="sum(relu(x))", inputs={"x": [0.0, 1.0]}, expected={"x": [0, 2]},
+    c = Expectation(name="relu", function="sum(relu(x))", inputs={"x": [0.0, 1.0]}, expected={"x": [0, 2]},
               methods=["finite_difference"])
     assert run([c])[0].verdict == "fail"
 
 
 def test_evidence_noisier_than_a_user_tolerance_is_inconclusive():
     # Ridders on sin(x)e^x carries an error bound of order 1e-13; a tolerance of 1e-17 cannot be decided
-    c = Check(name="tight", function="sum(sin(x)*exp(x))", inputs={"x": [0.7]},
+    c = Expectation(name="tight", function="sum(sin(x)*exp(x))", inputs={"x": [0.7]},
               expected={"x": "exp(x)*(sin(x) + cos(x))"}, methods=["finite_difference"],
               tolerance=Tolerance(1e-17, 0.0, why="deliberately tighter than the evidence can resolve"))
     (r,) = run([c])
-    assert r.verdict == "inconclusive" and "exceeds what the comparison allows" in r.get("note")
+    assert r.verdict == "inconclusive"
+    assert "error bound exceeds the tolerance asked for" in r.discrepancy.worst[0].reason
     # the same tight tolerance still fails a real error far beyond the evidence's error bound
-    wrong = Check(name="tight", function="sum(sin(x)*exp(x))", inputs={"x": [0.7]},
+    wrong = Expectation(name="tight", function="sum(sin(x)*exp(x))", inputs={"x": [0.7]},
                   expected={"x": "exp(x)*(sin(x) + cos(x))*(1 + 1e-6)"}, methods=["finite_difference"],
                   tolerance=Tolerance(1e-17, 0.0, why="deliberately tighter than the evidence can resolve"))
     assert run([wrong])[0].verdict == "fail"
 
 
 def test_precision_is_stated_for_float32_inputs():
-    c = Check(name="f32", function="sum(x*x)", inputs={"x": InputSpec("x", [1.5], dtype="float32")},
+    c = Expectation(name="f32", function="sum(x*x)", inputs={"x": InputSpec("x", [1.5], dtype="float32")},
               expected={"x": [3]}, methods=["finite_difference"])
     (r,) = run([c])
-    assert r.get("evidence")["dtype"] == "float64"
-    assert r.get("evidence_precision").startswith("float64 evidence (eps 2.2e-16, about 15 significant digits)")
+    assert r.evidence.precision == "float64"
+    assert evidence_text(r).startswith("float64 evidence (eps 2.2e-16, about 15 significant digits)")
 
 
 def test_a_function_that_refuses_float64_is_checked_in_its_own_dtype_and_says_so():
@@ -104,27 +106,28 @@ def test_a_function_that_refuses_float64_is_checked_in_its_own_dtype_and_says_so
             raise TypeError("this kernel is float32 only")
         return (x * x).sum()
 
-    c = Check(name="f32 only", function=only_f32, inputs={"x": InputSpec("x", [1.5], dtype="float32")},
+    c = Expectation(name="f32 only", function=only_f32, inputs={"x": InputSpec("x", [1.5], dtype="float32")},
               expected={"x": [3]}, methods=["finite_difference"])
     (r,) = run([c])
-    assert r.verdict == "pass" and "float32 only" in r.get("fallback")
-    assert r.get("evidence_precision").startswith("float32 evidence")
+    assert r.verdict == "pass" and "float32 only" in r.evidence.notes[0]
+    assert evidence_text(r).startswith("float32 evidence")
 
 
 @pytest.mark.parametrize("scheme", ["central", "complex_step", "forward", "backward", "ridders"])
 def test_every_scheme_is_selectable_and_recorded(scheme):
-    (r,) = run([Check(name="s", function="sum(x**3)", inputs={"x": [2.0]}, expected={"x": [12]},
+    (r,) = run([Expectation(name="s", function="sum(x**3)", inputs={"x": [2.0]}, expected={"x": [12]},
                       methods=["finite_difference"], scheme=scheme)])
-    assert r.verdict == "pass" and r.get("scheme") == scheme and r.get("evidence")["scheme"] == scheme
+    assert r.verdict == "pass" and r.scheme == scheme and r.evidence.scheme == scheme
 
 
 def test_taylor_test_passes_a_right_gradient_and_fails_a_wrong_one():
-    right = Check(name="t", function="sum(sin(x)*x)", inputs={"x": X}, expected={"x": "sin(x) + x*cos(x)"},
+    right = Expectation(name="t", function="sum(sin(x)*x)", inputs={"x": X}, expected={"x": "sin(x) + x*cos(x)"},
                   methods=["taylor"])
     (r,) = run([right])
-    assert r.verdict == "pass" and all(abs(o - 2) < 0.1 for o in r.get("evidence")["orders"])
-    wrong = Check(name="t", function="sum(sin(x)*x)", inputs={"x": X}, expected={"x": "(sin(x) + x*cos(x))*1.001"},
-                  methods=["taylor"])
+    assert r.verdict == "pass" and all(abs(o - 2) < 0.1 for o in r.evidence.details["orders"])
+    wrong = Expectation(name="t", function="sum(sin(x)*x)", inputs={"x": X},
+                        expected={"x": "(sin(x) + x*cos(x))*1.001"}, methods=["taylor"])
     (r,) = run([wrong])
-    assert r.verdict == "fail" and "not O(h^2)" in r.get("note")
-    assert all(o < 1.2 for o in r.get("evidence")["orders"])
+    assert r.verdict == "fail" and "not O(h^2)" in r.reason
+    assert all(o < 1.2 for o in r.evidence.details["orders"])
+    assert r.details["order"] < 1.2

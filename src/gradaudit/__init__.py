@@ -1,27 +1,29 @@
 """gradaudit: verify PyTorch gradients against expectations written first.
 
 >>> import gradaudit as ga
->>> records = ga.run([ga.Check(name="square", function="x*x", inputs={"x": 3.0},
-...                            expected={"x": 6}, derivation="2x at x=3")])
+>>> records = ga.run([ga.Expectation(name="square", function="x*x", inputs={"x": 3.0},
+...                                  expected={"x": 6}, derivation="2x at x=3")])
 >>> sorted({r.verdict for r in records})
 ['pass']
 """
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 from .api import CheckResult, assert_gradients, check, check_module  # noqa: E402
 from .errors import GradauditError, GradientMismatch, SpecError  # noqa: E402
-from .ledger import read_ledger, read_results  # noqa: E402
-from .record import Record  # noqa: E402
+from .ledger import read_ledger, read_results, write_results  # noqa: E402
+from .record import Comparison, Record  # noqa: E402
 from .run import plan, run  # noqa: E402
-from .spec import Check, ExpectedError, InputSpec, Matches, Probe, Tolerance  # noqa: E402
+from .spec import Expectation, ExpectedError, InputSpec, Matches, Probe  # noqa: E402
+from .tolerances import Tolerance  # noqa: E402
 
 __all__ = [
-    "Check",
     "CheckResult",
+    "Comparison",
     "ExpectedError",
+    "Expectation",
     "GradauditError",
     "GradientMismatch",
     "InputSpec",
@@ -38,4 +40,5 @@ __all__ = [
     "read_ledger",
     "read_results",
     "run",
+    "write_results",
 ]

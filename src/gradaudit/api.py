@@ -10,74 +10,71 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+import traceback
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from .compare import unravel
-from .directional import directional
-from .errors import GradientMismatch, SpecError
-from .jacobian import Mismatch, Problem, classify_kinks, compare_blocks, full_blocks
-from .record import Record
-from .spec import Tolerance, source_of
+from . import judge as J
+from .errors import EvaluationError, GradientMismatch, SpecError
+from .evaluate import Info, Problem, grad
+from .findings import Findings
+from .naming import Described, describe, rerun
+from .record import Comparison, ErrorInfo, Evidence, InputMeta, Location, Record
+from .tolerances import Tolerance, ToleranceUsed, require_why, resolve
+
+if TYPE_CHECKING:
+    import torch
 
 Mode = Literal["auto", "full", "directional"]
+MODES = ("auto", "full", "directional")
 FULL_LIMIT = 1_000_000  # auto: full mode while the dense Jacobian has at most this many entries
-SHOWN = 5
+KEEP = 20  # located comparisons kept in each record (result.mismatches holds every one)
+SEED_STREAMS = {"weights": 0, "directional": 1, "full": 2, "forward_ad": 3, "second_order": 4}
 
 
-@dataclass
+@dataclass(frozen=True, repr=False)
 class CheckResult:
-    """What ``ga.check`` found: a verdict, located mismatches and the records behind them."""
+    """What ``ga.check`` found: a view over its records. ``str(result)`` is the readable report."""
 
-    verdict: str
-    records: list[Record]
-    mismatches: list[Mismatch]
     name: str
     mode: str
-    info: dict[str, Any] = field(default_factory=dict)
-    repro: str = ""
+    records: tuple[Record, ...]
+    info: Mapping[str, Any] = field(default_factory=dict)
+    rerun: str = ""
+    findings: tuple[Findings, ...] = field(default=(), compare=False)
+
+    @property
+    def verdict(self) -> str:
+        return J.verdict_of([r.verdict for r in self.records])
 
     @property
     def ok(self) -> bool:
         return self.verdict == "pass"
 
+    @property
+    def mismatches(self) -> list[Comparison]:
+        """Every located comparison that did not pass (failures, then inconclusive ones), all records."""
+        out: list[Comparison] = []
+        by_findings = {id(r): f for r, f in zip(self.records, self.findings)} if self.findings else {}
+        for r in self.records:
+            found = by_findings.get(id(r))
+            if found is not None:
+                out += found.comparisons()
+            elif r.discrepancy is not None:
+                out += list(r.discrepancy.worst)
+        return [c for c in out if c.verdict != "pass"]
+
     def report(self) -> str:
-        """The readable report: never whole Jacobians, at most five worst entries."""
-        lines = [f"gradaudit.check {self.name}: {self.verdict.upper()} (mode {self.mode}; "
-                 + "; ".join(f"{k} {v}" for k, v in self.info.items() if k in _SHOWN_INFO) + ")"]
-        if "numeric" in self.info:  # full mode's evidence when it is not plain central differences
-            lines.append(f"evidence: {self.info['numeric']}")
-        failing = [m for m in self.mismatches if m.kind != "kink"]
-        kinks = [m for m in self.mismatches if m.kind == "kink"]
-        total = self.info.get("entries")
-        if failing and total:
-            pct = 100.0 * len(failing) / total
-            lines.append(f"Mismatched elements: {len(failing)} / {total} ({pct:.2g}%)")
-        valued = [m for m in failing if m.autograd is not None and m.numeric is not None]
-        if valued:
-            worst_abs = max(valued, key=lambda m: m.abs)
-            worst_rel = max(valued, key=lambda m: m.rel)
-            lines.append(f"Greatest absolute difference: {worst_abs.abs:.6g} at {_where(worst_abs)}")
-            lines.append(f"Greatest relative difference: {worst_rel.rel:.6g} at {_where(worst_rel)}")
-        for m in failing:
-            if m.kind != "value" and m.note:
-                lines.append(f"{m.kind}: {m.note}")
-        if valued:
-            lines.append("input | element | output | output element | autograd | numeric | abs | rel")
-            for m in sorted(valued, key=lambda m: -m.abs)[:SHOWN]:
-                lines.append(f"{m.input_name} | {_idx(m.element)} | {_idx_out(m.output)} | {_idx(m.output_element)} | "
-                             f"{m.autograd:.6g} | {m.numeric:.6g} | {m.abs:.3g} | {m.rel:.3g}")
-            if len(valued) > SHOWN:
-                lines.append(f"… {len(valued) - SHOWN} more: see result.mismatches")
-        for m in kinks:
-            lines.append(f"inconclusive at {_where(m)}: kink, {m.note}")
-        if self.repro and not self.ok:
-            lines.append(f"re-run: {self.repro}")
-        return "\n".join(lines)
+        from .render.text import check_report
+
+        return check_report(self)
 
     def __str__(self) -> str:
         return self.report()
+
+    def __repr__(self) -> str:
+        return f"<CheckResult {self.name}: {self.verdict} (mode {self.mode}, {len(self.records)} records)>"
 
     def __rich__(self) -> str:
         from rich.markup import escape
@@ -85,79 +82,30 @@ class CheckResult:
         return escape(self.report())
 
 
-_SHOWN_INFO = ("evaluation", "largest_chunk", "analytic", "structure", "evaluations", "backward_rows",
-               "rechecked_columns", "elapsed_s")
+# -- argument checks (before any evaluation) -----------------------------------------------------------
 
-
-def _idx(index: tuple[int, ...] | None) -> str:
-    return "all" if index is None else "(" + ", ".join(map(str, index)) + ("," if len(index) == 1 else "") + ")"
-
-
-def _idx_out(k: int | None) -> str:
-    return "v-weighted" if k is None else str(k)
-
-
-def _where(m: Mismatch) -> str:
-    text = f"input {m.input} '{m.input_name}' element {_idx(m.element)}"
-    if m.output is not None:
-        text += f", output {m.output} element {_idx(m.output_element)}"
-    return text
-
-
-def check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, mode: Mode = "auto", forward_ad: bool = False,
-          order: int = 1, seed: int = 0, names: Sequence[str] | None = None, expected: Sequence[Any] | None = None,
-          nondet_tol: Tolerance | None = None, name: str | None = None) -> CheckResult:
-    """Check the backward of *fn* at *inputs* (those with ``requires_grad=True``).
-
-    ``mode="full"`` compares every Jacobian entry and locates each mismatch; ``"directional"``
-    compares v^T J u per input and localizes a failure by bisection; ``"auto"`` picks full
-    while the Jacobian has at most 1e6 entries. Randomness comes only from *seed*.
-    """
-    import torch
-
-    start = time.perf_counter()
-    if mode not in ("auto", "full", "directional"):
+def _validate(fn: Any, mode: Any, order: Any, seed: Any, tolerance: Any, nondet_tol: Any, forward_ad: Any,
+              name: Any) -> None:
+    if not callable(fn):
+        raise SpecError(f"fn must be callable (a function, MyFunction.apply or a module); got "
+                        f"{type(fn).__name__}.", field="fn")
+    if mode not in MODES:
         raise SpecError(f"mode must be 'auto', 'full' or 'directional'; got {mode!r}.", field="mode")
-    if order not in (1, 2):
+    if isinstance(order, bool) or order not in (1, 2):
         raise SpecError(f"order must be 1 or 2; got {order!r}.", field="order")
-    problem = _problem(fn, inputs, names)
-    label = str(name or getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "function"))
-    gen = torch.Generator().manual_seed(seed)
-    n = sum(problem.inputs[j].numel() for j in problem.diff)
-    m = sum(o.numel() for o in problem.outputs)
-    chosen = mode if mode != "auto" else ("full" if n * m <= FULL_LIMIT else "directional")
-    info: dict[str, Any] = {"dtype": str(problem.inputs[problem.diff[0]].dtype).removeprefix("torch.")}
-    if problem.notes:
-        info["notes"] = problem.notes
-    # random, non-unit output weights of either sign, |v| in [0.5, 1.5): a backward must use grad_output
-    vs = [(lambda s: s.sign() * (0.5 + s.abs()))(2 * torch.rand(o.shape, generator=gen, dtype=torch.float64) - 1)
-          for o in problem.outputs]
-    mismatches, first = _metadata(problem, inputs, nondet_tol, vs)
-    problem.graph = None  # release the first forward's saved tensors before the numeric work
-    same_precision = all(problem.inputs[j].dtype == _as_list(inputs)[j].dtype for j in problem.diff)
-    if chosen == "full":
-        blocks = full_blocks(problem, gen, info)
-        found, info["entries"] = compare_blocks(problem, blocks)
-        classify_kinks(problem, found)
-        mismatches += found
-    else:
-        found, comparisons = directional(problem, gen, info, vs=vs, grads=first if same_precision else None)
-        info["entries"] = sum(problem.inputs[j].numel() for j in problem.diff)
-        info["directional"] = comparisons
-        mismatches += found
-    if forward_ad:
-        mismatches += _forward_ad(problem, gen, info)
-    if order == 2:
-        mismatches += _second_order(problem, gen, info)
-    if expected is not None:
-        mismatches += _expected(problem, expected)
-    info["elapsed_s"] = round(time.perf_counter() - start, 4)
-    real = [mm for mm in mismatches if mm.kind != "kink"]
-    verdict = "fail" if real else "inconclusive" if mismatches else "pass"
-    result = CheckResult(verdict, [], mismatches, label, chosen, info,
-                         repro=f"ga.check({label}, inputs, mode={chosen!r}, seed={seed})")
-    result.records = _records(result, problem, fn)
-    return result
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise SpecError(f"seed must be a non-negative integer; got {seed!r}.", field="seed")
+    for arg, value in (("tolerance", tolerance), ("nondet_tol", nondet_tol)):
+        if value is not None and not isinstance(value, Tolerance):
+            raise SpecError(f"{arg} must be a ga.Tolerance(atol, rtol, why=...) or None; got {value!r}. "
+                            f"Write {arg}=ga.Tolerance(atol=1e-6, rtol=1e-5, why=\"...\").", field=arg)
+    if nondet_tol is not None and not nondet_tol.why:
+        raise SpecError("nondet_tol allows two backward passes to differ, which needs a reason: "
+                        "ga.Tolerance(atol, rtol, why=\"atomic adds on the GPU reorder sums\").", field="nondet_tol")
+    if not isinstance(forward_ad, bool):
+        raise SpecError(f"forward_ad must be True or False; got {forward_ad!r}.", field="forward_ad")
+    if name is not None and not isinstance(name, str):
+        raise SpecError(f"name must be a string; got {type(name).__name__}.", field="name")
 
 
 def _as_list(inputs: Sequence[Any] | Any) -> list[Any]:
@@ -165,6 +113,7 @@ def _as_list(inputs: Sequence[Any] | Any) -> list[Any]:
 
 
 def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequence[str] | None) -> Problem:
+    """The problem in float64 (or the inputs' own precision, if the function refuses float64, recorded)."""
     import torch
 
     xs = _as_list(inputs)
@@ -180,25 +129,25 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
             raise SpecError(f"input {i} has dtype {xs[i].dtype}; gradients exist only for floating-point tensors.",
                             field="inputs")
     labels = list(names) if names is not None else _arg_names(fn, len(xs))
-    if len(labels) != len(xs):
-        raise SpecError(f"{len(labels)} names for {len(xs)} inputs.", field="names")
+    if len(labels) != len(xs) or not all(isinstance(n, str) for n in labels):
+        raise SpecError(f"names must be {len(xs)} strings, one per input; got {names!r}.", field="names")
     promoted = [x.detach().to(torch.float64) if x.is_floating_point() else x.detach() for x in xs]
     problem = Problem(fn, promoted, labels, diff)
     try:
-        leaves = [x.requires_grad_(i in diff) for i, x in enumerate(promoted)]
-        start = time.perf_counter()
-        outs = problem.call(*leaves)  # with its graph: the metadata check's backward reuses it
-        problem.forward_s = time.perf_counter() - start
-        problem.outputs = [o.detach() for o in outs]
-        problem.inputs = [x.detach() for x in leaves]
-        problem.graph = (leaves, outs)
-    except Exception as exc:  # the function refuses float64: check in the inputs' own precision, and say so
+        with torch.no_grad():
+            problem.outputs = [o.detach() for o in problem.call(*promoted)]
+    except EvaluationError as exc:  # the function refuses float64: check in the inputs' own precision, and say so
+        if all(p.dtype == x.dtype for p, x in zip(promoted, xs)):
+            raise
         problem.inputs = [x.detach() for x in xs]
-        problem.outputs = [o.detach() for o in problem.call(*problem.inputs)]
-        problem.notes.append(f"the function failed in float64 ({type(exc).__name__}: {exc}); "
+        with torch.no_grad():
+            problem.outputs = [o.detach() for o in problem.call(*problem.inputs)]
+        problem.notes.append(f"the function failed in float64 ({type(exc.original).__name__}: {exc.original}); "
                              "checked in the inputs' own dtype")
     if not problem.outputs or not all(torch.is_tensor(o) and o.is_floating_point() for o in problem.outputs):
-        raise SpecError("the function must return a floating-point tensor or a tuple of them.", field="fn")
+        got = ", ".join(type(o).__name__ if not torch.is_tensor(o) else str(o.dtype) for o in problem.outputs)
+        raise SpecError(f"the function must return a floating-point tensor or a tuple of them; it returned "
+                        f"{got or 'nothing'}.", field="fn")
     return problem
 
 
@@ -213,169 +162,395 @@ def _arg_names(fn: Callable[..., Any], count: int) -> list[str]:
     return params[:count] if len(params) >= count else [f"input{i}" for i in range(count)]
 
 
-def _metadata(problem: Problem, inputs: Any, nondet_tol: Tolerance | None, vs: list[Any]
-              ) -> tuple[list[Mismatch], tuple[Any, ...]]:
-    """dtype/shape/device of gradients equal their inputs'; a second backward through the same graph
-    gives the same gradients. Returns the mismatches and the first backward's gradients (for *vs*)."""
+def _generator(seed: int, stream: str) -> torch.Generator:
+    """An independent random stream per use: the same call gives the same draws."""
     import torch
 
-    originals = _as_list(inputs)
-    if problem.graph is not None and all(x.dtype == originals[i].dtype for i, x in enumerate(problem.graph[0])):
-        xs, outs = problem.graph  # the inputs were float64 already: reuse the first forward's graph
+    return torch.Generator().manual_seed(seed * 16 + SEED_STREAMS[stream])
+
+
+# -- the check -----------------------------------------------------------------------------------
+
+def check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, mode: Mode = "auto",
+          tolerance: Tolerance | None = None, forward_ad: bool = False, order: int = 1, seed: int = 0,
+          names: Sequence[str] | None = None, expected: Sequence[Any] | None = None,
+          nondet_tol: Tolerance | None = None, name: str | None = None) -> CheckResult:
+    """Check the backward of *fn* at *inputs* (those with ``requires_grad=True``) in float64.
+
+    ``mode="full"`` judges every Jacobian entry and locates each mismatch; ``"directional"`` judges
+    vᵀJu per input and localizes a failure by bisection; ``"auto"`` picks full while the Jacobian
+    has at most 1e6 entries. Every mode runs the same judge with the same *tolerance*
+    (``ga.Tolerance(atol, rtol, why=...)``; default: rtol 1e-10 plus the evidence's own error
+    bound), so the verdict does not depend on the mode. Randomness comes only from *seed*.
+    An exception from *fn* or its backward gives the ``error`` verdict with the traceback kept.
+    """
+    _validate(fn, mode, order, seed, tolerance, nondet_tol, forward_ad, name)
+    who = describe(fn)
+    repro = rerun("ga.check", who, _as_list(inputs), _options(mode, seed, forward_ad, order))
+    return _check(fn, inputs, who=who, repro=repro, mode=mode, tolerance=tolerance, forward_ad=forward_ad,
+                  order=order, seed=seed, names=names, expected=expected, nondet_tol=nondet_tol, name=name)
+
+
+def _options(mode: str, seed: int, forward_ad: bool, order: int) -> dict[str, Any]:
+    """The options a re-run line repeats (defaults left out)."""
+    return {"mode": mode if mode != "auto" else None, "seed": seed or None, "forward_ad": forward_ad or None,
+            "order": order if order != 1 else None}
+
+
+def _check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Described, repro: str, mode: str,
+           tolerance: Tolerance | None, forward_ad: bool, order: int, seed: int, names: Sequence[str] | None,
+           expected: Sequence[Any] | None, nondet_tol: Tolerance | None, name: str | None) -> CheckResult:
+    start = time.perf_counter()
+    label = name or who.name
+    try:
+        problem = _problem(fn, inputs, names)
+    except EvaluationError as exc:
+        return _errored(label, who, mode, repro, _as_list(inputs), names, exc, start)
+    if expected is not None:
+        _check_expected(problem, expected)
+    dtype = str(problem.inputs[problem.diff[0]].dtype).removeprefix("torch.")
+    tol = resolve("autograd_vs_evidence", dtype, tolerance)
+    require_why(tolerance, [resolve("autograd_vs_evidence", dtype)])
+    n = sum(problem.inputs[j].numel() for j in problem.diff)
+    m = sum(o.numel() for o in problem.outputs)
+    chosen = mode if mode != "auto" else ("full" if n * m <= FULL_LIMIT else "directional")
+    info: Info = {"dtype": dtype}
+    if problem.notes:
+        info["notes"] = problem.notes
+    try:
+        records, findings = _gather(problem, chosen, tol, info, seed, forward_ad=forward_ad, order=order,
+                                    expected=expected, nondet_tol=nondet_tol, who=who, label=label, repro=repro)
+    except EvaluationError as exc:
+        return _errored(label, who, chosen, repro, problem.inputs, problem.names, exc, start)
+    info["elapsed_s"] = round(time.perf_counter() - start, 4)
+    return CheckResult(label, chosen, tuple(records), info, repro, tuple(findings))
+
+
+def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: int, *, forward_ad: bool,
+            order: int, expected: Sequence[Any] | None, nondet_tol: Tolerance | None, who: Described, label: str,
+            repro: str) -> tuple[list[Record], list[Findings]]:
+    """Every piece of evidence, judged: the records (one per input and method) and their findings."""
+    import torch
+
+    from .directional import directional
+    from .full import full
+
+    gen = _generator(seed, "weights")
+    # random, non-unit output weights of either sign, |v| in [0.5, 1.5): a backward must use grad_output
+    vs = [(lambda s: s.sign() * (0.5 + s.abs()))(2 * torch.rand(o.shape, generator=gen, dtype=torch.float64) - 1)
+          for o in problem.outputs]
+    grads, extra = _metadata(problem, vs, nondet_tol)
+    confirmed = directional(problem, _generator(seed, "directional"), tol, info, vs=vs, grads=grads,
+                            localize=mode == "directional")
+    if mode == "full":
+        found = full(problem, _generator(seed, "full"), tol, info, lambda j: confirmed[j].verdict == "fail")
+        for j, f in found.items():
+            f.extra[:0] = [c for c in confirmed[j].extra if c.kind == "none-gradient"]
+            if confirmed[j].verdict != "pass" and f.verdict == "pass":
+                f.extra += confirmed[j].extra  # the projection disagrees though no single entry does
     else:
-        xs = [x.detach().requires_grad_(x.requires_grad) for x in originals]
+        found = confirmed
+    records, findings = [], []
+    for j in problem.diff:
+        found[j].extra[:0] = extra.get(j, [])
+        records.append(_vjp_record(problem, j, found[j], mode, tol, info, who, label, repro))
+        findings.append(found[j])
+    if forward_ad:
+        for j, f in _forward_ad(problem, _generator(seed, "forward_ad"), tol, info).items():
+            records.append(_method_record(problem, j, f, "jvp", "forward-mode jvp against the numeric directional "
+                                          "derivative along a random direction", tol, mode, who, label, repro))
+            findings.append(f)
+    if order == 2:
+        for j, f in _second_order(problem, _generator(seed, "second_order"), tol, info).items():
+            records.append(_method_record(problem, j, f, "double backward", "the gradient of vᵀJ(x)·w against its "
+                                          "numeric derivative along a random direction", tol, mode, who, label, repro))
+            findings.append(f)
+    if expected is not None:
+        for j, (f, etol) in _expected(problem, expected).items():
+            records.append(_method_record(problem, j, f, "autograd.grad", "autograd's gradient against the "
+                                          "expectation given in expected=", etol, mode, who, label, repro,
+                                          expected=expected[problem.diff.index(j)]))
+            findings.append(f)
+    return records, findings
+
+
+def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | None
+              ) -> tuple[tuple[torch.Tensor | None, ...], dict[int, list[Comparison]]]:
+    """vᵀJ from the first backward; dtype/shape/device of the gradients against their inputs; a second
+    backward through the same graph must agree (nondet_tol aside). Returns vᵀJ and the comparisons."""
+    import torch
+
+    xs = [x.detach().requires_grad_(i in problem.diff) for i, x in enumerate(problem.inputs)]
+    with torch.enable_grad():
         outs = problem.call(*xs)
     cot = [v.to(o.dtype) for v, o in zip(vs, outs)]
     wrt = [xs[i] for i in problem.diff]
-    runs = [torch.autograd.grad(outs, wrt, cot, allow_unused=True, retain_graph=True),
-            torch.autograd.grad(outs, wrt, cot, allow_unused=True)]
-    found: list[Mismatch] = []
+    differentiable = [(o, c) for o, c in zip(outs, cot) if o.requires_grad]
+    if not differentiable:
+        return tuple(None for _ in wrt), {}
+    o_list, c_list = [o for o, _ in differentiable], [c for _, c in differentiable]
+    first = grad(o_list, wrt, c_list, allow_unused=True, retain_graph=True)
+    second = grad(o_list, wrt, c_list, allow_unused=True)
+    ntol = resolve("nondeterminism", "float64", nondet_tol)
+    found: dict[int, list[Comparison]] = {}
     for pos, j in enumerate(problem.diff):
-        g, x, name = runs[0][pos], xs[j], problem.names[j]
+        g, x, name = first[pos], xs[j], problem.names[j]
         if g is None:
-            continue  # reported by the value comparison when the numeric gradient is non-zero
+            continue  # judged by the value comparison when the numeric gradient is non-zero
+        out = found.setdefault(j, [])
         for what, got, want in (("dtype", g.dtype, x.dtype), ("shape", tuple(g.shape), tuple(x.shape)),
                                 ("device", g.device, x.device)):
             if got != want:
-                found.append(Mismatch(j, name, None, None, None, None, None, kind="metadata",
-                                      note=f"the gradient of '{name}' has {what} {got}, its input {want}"))
-        g2 = runs[1][pos]
+                out.append(Comparison(Location(name), None, None, None, "fail", "metadata",
+                                      f"the gradient of '{name}' has {what} {got}, its input {want}"))
+        g2 = second[pos]
         if g2 is None or g.shape != g2.shape:
             continue
-        diff = float((g - g2).abs().max()) if g.numel() else 0.0
-        limit = 0.0 if nondet_tol is None else nondet_tol.atol
-        if diff > limit:
-            found.append(Mismatch(j, name, None, None, None, None, None, kind="nondeterministic",
-                                  note=f"two backward passes on the same inputs differ by up to {diff:.3g}"
-                                       + ("" if nondet_tol is None else f" (allowed {limit:g}: {nondet_tol.why})")
-                                       + "; pass nondet_tol=Tolerance(atol, 0, why=...) for a known "
-                                         "nondeterministic op"))
-    return found, runs[0]
+        both = torch.isnan(g) & torch.isnan(g2)  # NaN twice at the same place is not nondeterminism
+        judged = J.judge(g2.masked_fill(both, 0.0), g.masked_fill(both, 0.0), ntol, numeric=None)
+        if bool((judged.verdict != J.PASS).any()):
+            worst = float(judged.diff.max())
+            out.append(Comparison(Location(name), None, None, None, "fail", "nondeterministic",
+                                  f"two backward passes on the same inputs differ by up to {worst:.3g}"
+                                  + (f" (allowed atol {ntol.atol:g}, rtol {ntol.rtol:g}: {ntol.why})"
+                                     if nondet_tol is not None else "")
+                                  + "; pass nondet_tol=ga.Tolerance(atol, rtol, why=...) for a known "
+                                    "nondeterministic op"))
+    return first, found
 
 
-def _forward_ad(problem: Problem, gen: Any, info: dict[str, Any]) -> list[Mismatch]:
-    """jvp (forward-mode AD) against the numeric directional derivative, per input."""
+def _forward_ad(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info) -> dict[int, Findings]:
+    """jvp (forward-mode AD) against the numeric directional derivative, per input and output."""
     import torch
 
-    from .directional import _ridders_scalar, scalar_batch
+    from .directional import judge_along, scalar_batch
 
-    found = []
+    found = {}
     for j in problem.diff:
         x = problem.inputs[j]
+        f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
         u = torch.randn(x.shape, generator=gen, dtype=torch.float64).to(x.dtype)
         try:
             tangents = torch.func.jvp(lambda t, j=j: tuple(problem.call(*problem.with_input(j, t))), (x,), (u,))[1]
-        except Exception as exc:
-            found.append(Mismatch(j, problem.names[j], None, None, None, None, None, kind="jvp",
-                                  note=f"forward-mode AD failed: {type(exc).__name__}: {str(exc).splitlines()[0]}"))
+        except EvaluationError:
+            raise
+        except Exception as exc:  # no forward-mode formula: a finding, not an error of the whole check
+            f.extra.append(Comparison(Location(problem.names[j]), None, None, None, "fail", "jvp",
+                                      f"forward-mode AD failed: {type(exc).__name__}: {str(exc).splitlines()[0]}"))
             continue
+        scale = max(1.0, float(x.abs().max()) if x.numel() else 1.0)
         for k, tan in enumerate(tangents):
             w = torch.rand(tan.shape, generator=gen, dtype=torch.float64) + 0.5
             analytic = float((tan.to(torch.float64) * w).sum())
 
-            def phi(t: float, j: int = j, k: int = k, w: Any = w, u: Any = u, x: Any = x) -> float:
+            def phi(t: float, j: int = j, k: int = k, w: torch.Tensor = w, u: torch.Tensor = u,
+                    x: torch.Tensor = x) -> float:
                 with torch.no_grad():
                     return float((problem.call(*problem.with_input(j, x + t * u))[k].to(torch.float64) * w).sum())
 
-            numeric, err, _ = _ridders_scalar(scalar_batch(phi), 1e-2 * max(1.0, float(x.abs().max())))
-            if abs(analytic - numeric) > 10 * err + 1e-7 * max(1.0, abs(numeric)):
-                found.append(Mismatch(j, problem.names[j], None, k, None, analytic, numeric, kind="jvp",
-                                      note="forward-mode jvp disagrees with the numeric directional derivative"))
+            out = judge_along(scalar_batch(phi), analytic, tol, scale=scale, perturbation=0.0, dot_rounding=0.0)
+            _add_scalar(f, out, k, f"output {k}: wᵀ(J u) by forward-mode AD")
     info["forward_ad"] = "checked"
     return found
 
 
-def _second_order(problem: Problem, gen: Any, info: dict[str, Any]) -> list[Mismatch]:
-    """Double backward: the gradient of G(x) = v^T J(x) w.r.t. x against G's numeric derivative."""
+def _second_order(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info) -> dict[int, Findings]:
+    """Double backward: the gradient of G(x) = vᵀJ(x)·w w.r.t. x against G's numeric derivative along u."""
     import torch
 
-    from .directional import _ridders_scalar, scalar_batch
+    from .directional import judge_along, scalar_batch
 
     vs = [torch.rand(o.shape, generator=gen, dtype=torch.float64).to(o.dtype) + 0.5 for o in problem.outputs]
 
-    def grad_of(xs: list[Any], create: bool) -> tuple[Any, ...]:
-        outs = problem.call(*xs)
-        return torch.autograd.grad(outs, [xs[i] for i in problem.diff], vs, create_graph=create, allow_unused=True)
+    def grad_of(xs: list[torch.Tensor], create: bool) -> tuple[torch.Tensor | None, ...]:
+        with torch.enable_grad():
+            outs = problem.call(*xs)
+            return grad(outs, [xs[i] for i in problem.diff], vs, create_graph=create, allow_unused=True)
 
-    found = []
+    found = {}
     xs = [x.detach().requires_grad_(i in problem.diff) for i, x in enumerate(problem.inputs)]
     first = grad_of(xs, True)
     ws = [None if g is None else torch.rand(g.shape, generator=gen, dtype=torch.float64).to(g.dtype) + 0.5
           for g in first]
-    scalar = sum((g * w).sum() for g, w in zip(first, ws) if g is not None and g.requires_grad)
+    terms = [(g * w).sum() for g, w in zip(first, ws) if g is not None and w is not None and g.requires_grad]
     # a first derivative with no graph back to the inputs claims a second derivative of zero
-    second = (torch.autograd.grad(scalar, [xs[i] for i in problem.diff], allow_unused=True)
-              if torch.is_tensor(scalar) else [None] * len(problem.diff))
+    second = (grad(sum(terms), [xs[i] for i in problem.diff], allow_unused=True) if terms
+              else tuple(None for _ in problem.diff))
     for pos, j in enumerate(problem.diff):
         x = problem.inputs[j]
+        f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
         u = torch.randn(x.shape, generator=gen, dtype=torch.float64).to(x.dtype)
         d2 = second[pos]
-        analytic = 0.0 if d2 is None else float((d2 * u).sum())
+        analytic = 0.0 if d2 is None else float((d2.to(torch.float64) * u).sum())
 
-        def phi(t: float, j: int = j, u: Any = u, x: Any = x) -> float:
+        def phi(t: float, j: int = j, u: torch.Tensor = u, x: torch.Tensor = x) -> float:
             shifted = problem.with_input(j, x + t * u)
             moved = [y.detach().requires_grad_(i in problem.diff) for i, y in enumerate(shifted)]
             gs = grad_of(moved, False)
             return float(sum((g * w).sum() for g, w in zip(gs, ws) if g is not None and w is not None))
 
-        numeric, err, _ = _ridders_scalar(scalar_batch(phi), 1e-2 * max(1.0, float(x.abs().max())))
-        if abs(analytic - numeric) > 10 * err + 1e-7 * max(1.0, abs(numeric)):
-            found.append(Mismatch(j, problem.names[j], None, None, None, analytic, numeric, kind="second-order",
-                                  note="double backward disagrees with the numeric derivative of the gradient"))
+        scale = max(1.0, float(x.abs().max()) if x.numel() else 1.0)
+        out = judge_along(scalar_batch(phi), analytic, tol, scale=scale, perturbation=0.0, dot_rounding=0.0)
+        _add_scalar(f, out, None, "uᵀ∇(vᵀJ·w) by double backward")
     info["order"] = 2
     return found
 
 
-def _expected(problem: Problem, expected: Sequence[Any]) -> list[Mismatch]:
-    """An analytical expectation per checked input (scalar output) against autograd."""
+def _add_scalar(f: Findings, out: dict[str, Any], output: int | None, note: str) -> None:
     import torch
 
+    pair = out.get("slopes")
+    f.add(out["judged"], torch.tensor(out["observed"], dtype=torch.float64),
+          torch.tensor(out["numeric"], dtype=torch.float64), output=output, rows=torch.tensor(-1),
+          cols=torch.tensor(-1), slopes=None if pair is None else (torch.tensor(pair[0]), torch.tensor(pair[1])),
+          note=note)
+
+
+def _check_expected(problem: Problem, expected: Sequence[Any]) -> None:
+    import torch
+
+    if isinstance(expected, (str, bytes)) or not isinstance(expected, Sequence):
+        raise SpecError(f"expected= takes one value (or tensor) per input that requires grad; got "
+                        f"{type(expected).__name__}.", field="expected")
     if len(problem.outputs) != 1 or problem.outputs[0].numel() != 1:
         raise SpecError("expected= applies to a function with one scalar output.", field="expected")
     if len(expected) != len(problem.diff):
         raise SpecError(f"expected= has {len(expected)} values for {len(problem.diff)} inputs that require grad.",
                         field="expected")
-    xs = [x.detach().requires_grad_(i in problem.diff) for i, x in enumerate(problem.inputs)]
-    grads = torch.autograd.grad(problem.call(*xs)[0].reshape(()), [xs[i] for i in problem.diff], allow_unused=True)
-    found = []
     for pos, j in enumerate(problem.diff):
-        want = torch.as_tensor(expected[pos], dtype=torch.float64).expand(problem.inputs[j].shape)
+        try:
+            want = torch.as_tensor(expected[pos], dtype=torch.float64)
+            want.expand(problem.inputs[j].shape)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise SpecError(f"expected[{pos}] cannot be compared with the gradient of '{problem.names[j]}' (shape "
+                            f"{tuple(problem.inputs[j].shape)}): {exc}.", field="expected") from None
+        if not bool(torch.isfinite(want).all()):
+            raise SpecError(f"expected[{pos}] holds NaN or infinity: a gradient expectation must be finite.",
+                            field="expected")
+
+
+def _expected(problem: Problem, expected: Sequence[Any]) -> dict[int, tuple[Findings, ToleranceUsed]]:
+    """An analytical expectation per checked input (scalar output) against autograd, with the
+    autograd-vs-expectation table."""
+    import torch
+
+    xs = [x.detach().requires_grad_(i in problem.diff) for i, x in enumerate(problem.inputs)]
+    with torch.enable_grad():
+        out = problem.call(*xs)[0].reshape(())
+    grads = grad(out, [xs[i] for i in problem.diff], allow_unused=True)
+    found: dict[int, tuple[Findings, ToleranceUsed]] = {}
+    for pos, j in enumerate(problem.diff):
+        x = problem.inputs[j]
+        etol = resolve("autograd_vs_expected", str(x.dtype).removeprefix("torch."))
+        want = torch.as_tensor(expected[pos], dtype=torch.float64).expand(x.shape)
         got = torch.zeros_like(want) if grads[pos] is None else grads[pos].to(torch.float64)
-        bad = (got - want).abs() > 1e-7 + 1e-7 * want.abs()
-        for i in bad.reshape(-1).nonzero().flatten().tolist()[:SHOWN]:
-            found.append(Mismatch(j, problem.names[j], unravel(i, tuple(want.shape)), 0, (), float(got.reshape(-1)[i]),
-                                  None, expected=float(want.reshape(-1)[i]), kind="expected",
-                                  note=f"autograd {float(got.reshape(-1)[i]):.6g} vs the expectation "
-                                       f"{float(want.reshape(-1)[i]):.6g}"))
+        f = Findings(j, problem.names[j], tuple(x.shape), [()], reference_kind="expected")
+        judged = J.judge(got, want, etol, numeric=None)
+        f.add(judged, got, want, output=0, rows=torch.zeros((), dtype=torch.long),
+              cols=torch.arange(x.numel()).reshape(x.shape))
+        found[j] = (f, etol)
     return found
 
 
-def _records(result: CheckResult, problem: Problem, fn: Callable[..., Any]) -> list[Record]:
-    """One record per checked input: the evidence summary, mismatches and verdict (JSON-ready)."""
-    records = []
-    for j in problem.diff:
-        mine = [m for m in result.mismatches if m.input == j]
-        real = [m for m in mine if m.kind != "kink"]
-        verdict = "fail" if real else "inconclusive" if mine else "pass"
-        x = problem.inputs[j]
-        expectation = {"suite": "check", "check": result.name, "function": source_of(fn),
-                       "inputs": {problem.names[i]: {"value": None, "shape": list(t.shape),
-                                                     "dtype": str(t.dtype).removeprefix("torch."),
-                                                     "device": str(t.device), "requires_grad": i in problem.diff}
-                                  for i, t in enumerate(problem.inputs)},
-                       "input": problem.names[j], "analytical_gradient": None, "expected_value": None,
-                       "derivation": "autograd's backward against numeric evidence", "method": result.mode,
-                       "stored_or_returned": "returned", "protocol": None, "step": None, "scheme": None,
-                       "convention": None, "tolerance": None, "expect": "pass", "expect_error": None,
-                       "source": result.repro}
-        observation = {"observed_gradient": None, "executed": True, "verdict": verdict,
-                       "outcome": {"pass": "passed", "fail": "failed", "inconclusive": "inconclusive"}[verdict],
-                       "shape": list(x.shape), "dtype": str(x.dtype).removeprefix("torch."), "device": str(x.device),
-                       "mismatches": [m.to_dict() for m in mine[:100]], "mismatch_count": len(mine),
-                       "evidence": {k: v for k, v in result.info.items() if k != "directional"},
-                       "note": "; ".join(m.note for m in mine[:3] if m.note) or None}
-        records.append(Record(expectation, observation))
-    return records
+# -- records ---------------------------------------------------------------------------------------
+
+def _inputs_meta(problem_inputs: Sequence[Any], names: Sequence[str], diff: Sequence[int]) -> tuple[InputMeta, ...]:
+    import torch
+
+    return tuple(InputMeta(n, None, tuple(t.shape), str(t.dtype).removeprefix("torch."), str(t.device), i in diff)
+                 if torch.is_tensor(t) else InputMeta(n, repr(t), (), type(t).__name__, "", False)
+                 for i, (n, t) in enumerate(zip(names, problem_inputs)))
+
+
+_INFO = ("evaluation", "largest_chunk", "analytic", "structure", "numeric", "evaluations", "backward_rows",
+         "ridders_columns", "confirmation", "vmap_error", "batched_grad_error", "notes", "forward_ad", "order")
+
+
+def _evidence(info: Info, mode: str, dtype: str, bound: float | None) -> Evidence:
+    if mode == "full":
+        scheme = "central differences, Ridders per entry where they did not decide"
+        if "numeric" in info:
+            scheme = f"{info['numeric']}; elsewhere " + scheme
+        if "structure" in info:
+            scheme = f"{info['structure']}; " + scheme
+        rule = "h = cbrt(eps) * max(1, |x|); Ridders from h0 = 1e-2 * max(1, |x|), halving"
+    else:
+        scheme = "richardson (h, 2h), then Ridders, along a random direction"
+        rule = "h = 7e-4 * max(1, max|x|); Ridders from h0 = 1e-2 * max(1, max|x|), halving"
+    details = {k: info[k] for k in _INFO if k in info}
+    if "directional" in info:
+        details["directional"] = [{k: v for k, v in d.items() if k not in ("judged",)} for d in info["directional"]]
+    return Evidence("finite_difference", scheme, rule, None, dtype, bound, info.get("evaluations"),
+                    tuple(info.get("notes", ())), details)
+
+
+def _summary(f: Findings) -> str:
+    if f.verdict == "pass":
+        return f"{f.total} compared, all within the allowance"
+    at_least = "" if f.exact else "at least "
+    parts = []
+    if f.failed or any(c.verdict == "fail" for c in f.extra):
+        parts.append(f"{at_least}{f.failed} of {f.total} outside the allowance")
+    if f.inconclusive:
+        parts.append(f"{f.inconclusive} inconclusive")
+    parts += [c.reason for c in f.extra if c.verdict != "pass" and c.reason][:3]
+    return "; ".join(parts)
+
+
+def _vjp_record(problem: Problem, j: int, f: Findings, mode: str, tol: ToleranceUsed, info: Info, who: Described,
+                label: str, repro: str) -> Record:
+    x = problem.inputs[j]
+    bound = max((c.allowance.evidence for c in f.comparisons(KEEP) if c.allowance), default=None)
+    dtype = str(x.dtype).removeprefix("torch.")
+    return Record(
+        suite="check", check=label, function=who.source, function_name=who.name,
+        inputs=_inputs_meta(problem.inputs, problem.names, problem.diff), input=problem.names[j],
+        derivation="autograd's backward (vᵀJ with random non-unit v) against finite differences",
+        method="vjp", stored_or_returned="returned", tolerance=tol, source=repro, executed=True,
+        verdict=f.verdict, outcome=J.outcome(f.verdict), reason=_summary(f),  # type: ignore[arg-type]
+        shape=tuple(x.shape), dtype=dtype, device=str(x.device), mode=mode,
+        evidence=_evidence(info, mode, dtype, bound), discrepancy=f.discrepancy(KEEP), rerun=repro,
+        elapsed_s=None)
+
+
+def _method_record(problem: Problem, j: int, f: Findings, method: str, derivation: str, tol: ToleranceUsed, mode: str,
+                   who: Described, label: str, repro: str, expected: Any = None) -> Record:
+    x = problem.inputs[j]
+    dtype = str(x.dtype).removeprefix("torch.")
+    from .record import to_json
+
+    evidence = Evidence("autograd.grad" if method == "autograd.grad" else "finite_difference",
+                        None if method == "autograd.grad" else "richardson (h, 2h), then Ridders",
+                        precision=dtype)
+    return Record(
+        suite="check", check=label, function=who.source, function_name=who.name,
+        inputs=_inputs_meta(problem.inputs, problem.names, problem.diff), input=problem.names[j],
+        analytical_gradient=None if expected is None else to_json(expected),
+        derivation=derivation, method=method, stored_or_returned="returned", tolerance=tol, source=repro,
+        executed=True, verdict=f.verdict, outcome=J.outcome(f.verdict), reason=_summary(f),  # type: ignore[arg-type]
+        shape=tuple(x.shape), dtype=dtype, device=str(x.device), mode=mode, evidence=evidence,
+        discrepancy=f.discrepancy(KEEP), rerun=repro)
+
+
+def _errored(label: str, who: Described, mode: str, repro: str, inputs: Sequence[Any], names: Sequence[str] | None,
+             exc: EvaluationError, start: float) -> CheckResult:
+    """The error verdict: the user's exception kept whole (type, message, traceback), one record per input."""
+    import torch
+
+    original = exc.original
+    error = ErrorInfo(type(original).__name__, str(original),
+                      "".join(traceback.format_exception(type(original), original, original.__traceback__)).rstrip(),
+                      exc.where)
+    labels = list(names) if names is not None and len(names) == len(inputs) else [f"input{i}" for i in
+                                                                                    range(len(inputs))]
+    diff = [i for i, x in enumerate(inputs) if torch.is_tensor(x) and x.requires_grad]
+    meta = _inputs_meta(inputs, labels, diff)
+    records = tuple(Record(suite="check", check=label, function=who.source, function_name=who.name, inputs=meta,
+                           input=labels[i], method="vjp", stored_or_returned="returned", source=repro, executed=True,
+                           verdict="error", outcome="errors", reason=f"{exc.where} raised {type(original).__name__}",
+                           mode=mode, error=error, rerun=repro) for i in diff or [0])
+    info = {"elapsed_s": round(time.perf_counter() - start, 4)}
+    return CheckResult(label, mode, records, info, repro)
 
 
 def assert_gradients(fn: Callable[..., Any], inputs: Sequence[Any] | Any, **kwargs: Any) -> CheckResult:
@@ -396,23 +571,37 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
     """
     import torch
 
+    if not isinstance(model, torch.nn.Module):
+        raise SpecError(f"check_module takes an nn.Module; got {type(model).__name__}. For a plain function use "
+                        "ga.check(fn, inputs).", field="model")
+    if loss_fn is not None and not callable(loss_fn):
+        raise SpecError(f"loss_fn must be callable; got {type(loss_fn).__name__}.", field="loss_fn")
     args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
     params = {n: p for n, p in model.named_parameters() if p.requires_grad}
     if not params:
         raise SpecError("the module has no parameters that require grad.", field="model")
     names = list(params)
 
-    def fn(*values: Any) -> Any:
+    def fn(*values: torch.Tensor) -> Any:
         out = torch.func.functional_call(model, dict(zip(names, values)), args)
         return loss_fn(out) if loss_fn is not None else out
 
     tensors = tuple(p.detach().clone().requires_grad_(True) for p in params.values())
-    label = kwargs.pop("name", None) or f"{type(model).__name__} parameters"
-    result = check(fn, tensors, mode=mode, seed=seed, names=names, name=label, **kwargs)
-    for m in result.mismatches:
-        if m.element is not None:
-            m.note = (m.note + "; " if m.note else "") + f"{m.input_name}[{', '.join(map(str, m.element))}]"
-    return result
+    known = ("tolerance", "forward_ad", "order", "expected", "nondet_tol", "name")
+    unknown = sorted(set(kwargs) - set(known))
+    if unknown:
+        raise SpecError(f"check_module got unknown option(s) {', '.join(unknown)}; it takes mode, seed, "
+                        f"{', '.join(known)}.", field=unknown[0])
+    tolerance, nondet_tol = kwargs.get("tolerance"), kwargs.get("nondet_tol")
+    forward_ad, order, name = kwargs.get("forward_ad", False), kwargs.get("order", 1), kwargs.get("name")
+    _validate(model, mode, order, seed, tolerance, nondet_tol, forward_ad, name)
+    who = describe(model)
+    call = "ga.check_module(model, inputs" + (", loss_fn" if loss_fn is not None else "")
+    extra = {k: v for k, v in _options(mode, seed, forward_ad, order).items() if v is not None}
+    repro = call + "".join(f", {k}={v!r}" for k, v in extra.items()) + f")  # model: {who.name}"
+    return _check(fn, tensors, who=who, repro=repro, mode=mode, tolerance=tolerance, forward_ad=forward_ad,
+                  order=order, seed=seed, names=names, expected=kwargs.get("expected"), nondet_tol=nondet_tol,
+                  name=name or f"{who.name} parameters")
 
 
-__all__ = ["CheckResult", "Mismatch", "assert_gradients", "check", "check_module"]
+__all__ = ["CheckResult", "assert_gradients", "check", "check_module"]

@@ -1,26 +1,39 @@
-"""Directional checks: v^T J u per input against the numeric derivative along u, from one
-batched call; a failure is localized to the input, then to elements by bisection, without
-building the Jacobian.
+"""Directional checks: vᵀJu per input against the numeric derivative along u, from one batched
+call; a disagreement is localized to the input, then to elements by bisection, without building
+the Jacobian.
 
-Two stages: one Richardson extrapolation of central differences at h and 2h (4 evaluations,
-h near eps^(1/5) where its h^4 truncation meets rounding) accepts when autograd agrees to
-within its rounding bound; anything else goes to Ridders' tableau (8 more evaluations, with
-its own error estimate), which alone can fail a check.
+The evidence comes in stages, and only evidence with a full error bound can fail a check:
+
+1. a quick Richardson extrapolation of central differences at h and 2h (4 evaluations, h near
+   eps^(1/5) where its h^4 truncation meets rounding) accepts when autograd agrees to within the
+   tolerance plus its rounding bound;
+2. otherwise Ridders' tableau (8 more evaluations, with its own error estimate);
+3. where Ridders disagrees, one-sided slopes along u at a small step tell a kink or a
+   discontinuity inside the steps (inconclusive) from a wrong gradient (fail).
+
+The same judge (:func:`gradaudit.judge.judge`) decides every stage, in every mode.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .compare import unravel as _unravel
-from .jacobian import Mismatch, Problem, batched_outputs
+from . import judge as J
+from .evaluate import Info, Problem, batched_outputs
+from .findings import Findings
 from .numeric import ridders_tableau
-from .tolerances import SAFETY
+from .record import Comparison, Location
+from .tolerances import ToleranceUsed
+
+if TYPE_CHECKING:
+    import torch
 
 RIDDERS_COLUMNS = 4  # from h0 = 1e-2 * scale: extrapolation error far below rounding (eps|f|/h ~ 2e-13)
 QUICK_STEP = 7e-4  # about eps^(1/5): Richardson's best step in float64 (BENCH_ANCHORS, section 4)
+LOCATE = 32  # bisection locates at most this many elements per input; the count then says "at least"
 EPS64 = 2.220446049250313e-16
 
 # values of phi at the steps, and the largest 2-norm of the terms summed into them: their
@@ -30,11 +43,11 @@ Batched = Callable[[list[float]], tuple[list[float], float]]
 
 def ridders_steps(h0: float) -> list[float]:
     """The tableau's steps h0, h0/2, ...: +h and -h for each, evaluated in one batch."""
-    steps = [h0 / 2**c for c in range(RIDDERS_COLUMNS)]
-    return [t for h in steps for t in (h, -h)]
+    hs = [h0 / 2**c for c in range(RIDDERS_COLUMNS)]
+    return [t for h in hs for t in (h, -h)]
 
 
-def _ridders_scalar(phi_many: Batched, h0: float = 1e-2) -> tuple[float, float, int]:
+def ridders_scalar(phi_many: Batched, h0: float = 1e-2) -> tuple[float, float, int]:
     """Ridders' derivative at 0 of a scalar function, all points evaluated in one batch by
     *phi_many*: (value, error bound including the rounding of the last quotient, evaluations)."""
     ts = ridders_steps(h0)
@@ -52,52 +65,63 @@ def scalar_batch(phi: Callable[[float], float]) -> Batched:
     return many
 
 
-def judge(phi_many: Batched, analytic: float, scale: float, perturbation: float, dot_rounding: float
-          ) -> dict[str, Any]:
-    """Compare *analytic* with d phi/dt at 0: the quick Richardson stage, then Ridders.
+def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale: float, perturbation: float,
+                dot_rounding: float, precision: str = "float64") -> dict[str, Any]:
+    """Judge *analytic* against d phi/dt at 0 in stages (see the module docstring).
 
-    *scale* sets the steps (max(1, |x|)); *perturbation* is the rounding the moved inputs add
-    to phi (eps |g x|_2); *dot_rounding* bounds the rounding of *analytic*. The quick stage's
-    rounding estimate is a typical size, not a worst case: it can only make a check go on to
-    Ridders, never fail it.
+    *scale* sets the steps (max(1, |x|)); *perturbation* is the rounding the moved inputs add to
+    phi (eps |g x|_2); *dot_rounding* bounds the rounding of *analytic*. Returns the verdict code,
+    the reason code, the numeric value, its error bound, the allowance and the scheme.
     """
+    import torch
+
+    obs = torch.tensor(analytic, dtype=torch.float64)
     h = QUICK_STEP * scale
     values, size = phi_many([h, -h, 2 * h, -2 * h])
     d1 = (values[0] - values[1]) / (2 * h)
     d2 = (values[2] - values[3]) / (4 * h)
     quick = (4 * d1 - d2) / 3
     err = 1.5 * EPS64 * (size + perturbation) / h  # (4 (1/h) + 1/(2h)) / 3 ulps of phi
-    allowed = _allowed(err, dot_rounding, quick)
-    if abs(analytic - quick) <= allowed:
-        return {"numeric": quick, "error_bound": err, "allowed": allowed, "ok": True,
-                "scheme": "richardson (h, 2h)", "evaluations": 4}
-    numeric, err, used = _ridders_scalar(phi_many, 1e-2 * scale)
-    allowed = _allowed(err, dot_rounding, numeric)
-    return {"numeric": numeric, "error_bound": err, "allowed": allowed, "ok": abs(analytic - numeric) <= allowed,
-            "scheme": "ridders", "evaluations": 4 + used}
+    natural = max(1.0, size) / scale  # the derivative's natural size: error bounds are judged against it
+    judged = J.judge(obs, torch.tensor(quick, dtype=torch.float64), tol, observed_bound=dot_rounding,
+                     reference_bound=err, scale=natural, precision=precision)
+    result: dict[str, Any] = {"numeric": quick, "error_bound": err, "scheme": "richardson (h, 2h)", "evaluations": 4}
+    if int(judged.verdict) != J.PASS:
+        numeric, err, used = ridders_scalar(phi_many, 1e-2 * scale)
+        ref = torch.tensor(numeric, dtype=torch.float64)
+        judged = J.judge(obs, ref, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
+                         precision=precision)
+        result = {"numeric": numeric, "error_bound": err, "scheme": "ridders", "evaluations": 4 + used}
+        if int(judged.verdict) != J.PASS:
+            t = EPS64 ** 0.5 * scale
+            (right_v, zero, left_v), _ = phi_many([t, 0.0, -t])
+            pair = (torch.tensor((zero - left_v) / t), torch.tensor((right_v - zero) / t))
+            judged = J.judge(obs, ref, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
+                             slopes=pair, precision=precision)
+            result["slopes"] = (float(pair[0]), float(pair[1]))
+            result["evaluations"] += 3
+    result.update(verdict=int(judged.verdict), reason=int(judged.reason), allowed=float(judged.allowed),
+                  judged=judged, observed=analytic)
+    return result
 
 
-def _allowed(err: float, dot_rounding: float, numeric: float) -> float:
-    return SAFETY * (err + dot_rounding) + 4 * EPS64 * abs(numeric) + 1e-300
+def _projected(tol: ToleranceUsed, u: torch.Tensor, vs: list[torch.Tensor]) -> ToleranceUsed:
+    """An elementwise atol projected onto vᵀJu: atol * |u|_1 * |v|_1 (the worst case of aligned errors)."""
+    if not tol.atol:
+        return tol
+    weight = float(u.abs().sum()) * sum(float(v.abs().sum()) for v in vs)
+    return dataclasses.replace(tol, atol=tol.atol * weight)
 
 
-def directional(problem: Problem, gen: Any, info: dict[str, Any], *, vs: list[Any], grads: Any = None,
-                localize: bool = True, max_located: int = 10) -> tuple[list[Mismatch], list[dict[str, Any]]]:
-    """Compare v^T J_j u_j with the numeric derivative along u_j per input (see ``judge``);
-    localize failures by bisection.
-
-    *vs* are the output weights; *grads*, if given, are v^T J already computed at these inputs.
-    """
+def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info, *, vs: list[torch.Tensor],
+                grads: tuple[torch.Tensor | None, ...], localize: bool = True) -> dict[int, Findings]:
+    """Judge vᵀJ_j u_j against the numeric derivative along u_j per input; localize disagreements by
+    bisection (when *localize*). *vs* are the output weights, *grads* vᵀJ at these inputs."""
     import torch
 
-    if grads is None:
-        xs = [x.detach().requires_grad_(i in problem.diff) for i, x in enumerate(problem.inputs)]
-        outs = problem.call(*xs)
-        grads = torch.autograd.grad(outs, [xs[i] for i in problem.diff], [v.to(o.dtype) for v, o in zip(vs, outs)],
-                                    allow_unused=True)
     evals = [0]
 
-    def phi_for(j: int, u: Any) -> Batched:
+    def phi_for(j: int, u: torch.Tensor) -> Batched:
         x = problem.inputs[j].detach()
 
         def phi_many(ts: list[float]) -> tuple[list[float], float]:
@@ -106,76 +130,101 @@ def directional(problem: Problem, gen: Any, info: dict[str, Any], *, vs: list[An
             with torch.no_grad():
                 outs = batched_outputs(problem, j, (x + t * u).to(x.dtype), info)
             terms = [(o.to(torch.float64) * v).reshape(len(ts), -1) for o, v in zip(outs, vs)]
-            total = sum(term.sum(1) for term in terms)
-            size = float(sum(term.square().sum(1) for term in terms).max()) ** 0.5  # type: ignore[union-attr]
-            return [float(value) for value in total], size  # type: ignore[union-attr]
+            total = torch.stack([term.sum(1) for term in terms]).sum(0)
+            size = float(torch.stack([term.square().sum(1) for term in terms]).sum(0).max()) ** 0.5
+            return [float(value) for value in total], size
         return phi_many
 
-    mismatches: list[Mismatch] = []
-    comparisons = []
+    found: dict[int, Findings] = {}
+    comparisons = info.setdefault("directional", [])
     for pos, j in enumerate(problem.diff):
         x = problem.inputs[j].detach()
+        f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
         u = 2 * torch.rand(x.shape, generator=gen, dtype=torch.float64) - 1  # uniform: randn costs 3x more
         u = u / u.norm().clamp_min(1e-300)
-        g = None if grads[pos] is None else grads[pos].to(torch.float64)
+        given = grads[pos]
+        g = None if given is None else given.to(torch.float64)
         scale = max(1.0, float(x.abs().max()) if x.numel() else 1.0)
-        analytic = None if g is None else float((g * u).sum())
-        verdict = judge(phi_for(j, u), 0.0 if analytic is None else analytic, scale, *_rounding(g, u, x))
-        comparisons.append({"input": problem.names[j], "autograd": analytic, **verdict})
-        if verdict["ok"]:
+        analytic = 0.0 if g is None else float((g * u).sum())
+        out = judge_along(phi_for(j, u), analytic, _projected(tol, u, vs), scale=scale, **_rounding(g, u, x),
+                          precision=str(x.dtype).removeprefix("torch."))
+        comparisons.append({"input": problem.names[j], "autograd": analytic,
+                            **{k: v for k, v in out.items() if k not in ("judged", "observed")}})
+        f.total = x.numel()
+        if out["verdict"] == J.PASS:
             continue
-        numeric = verdict["numeric"]
-        if g is None:
-            mismatches.append(Mismatch(j, problem.names[j], None, None, None, None, numeric, kind="none-gradient",
-                                       note=f"'{problem.names[j]}' requires grad but autograd gives None, while "
-                                            f"the numeric directional derivative is {numeric:.6g}"))
+        if g is None and out["verdict"] == J.FAIL:
+            f.extra.append(_projection(f, out, "none-gradient",
+                                       f"'{problem.names[j]}' requires grad but autograd gives None, while the "
+                                       f"numeric directional derivative is {out['numeric']:.6g}"))
             continue
-        if not localize:
-            mismatches.append(Mismatch(j, problem.names[j], None, None, None, analytic, numeric))
+        if not localize or g is None:
+            f.extra.append(_projection(f, out, "projection", "vᵀJu along a random direction u"))
             continue
-        mismatches += _bisect(problem, j, g, u, phi_for, scale, max_located)
-    info["evaluations"] = evals[0]
-    return mismatches, comparisons
+        _bisect(problem, j, g, u, phi_for, scale, tol, vs, f, out)
+    info["evaluations"] = info.get("evaluations", 0) + evals[0]
+    return found
 
 
-def _rounding(g: Any, u: Any, x: Any) -> tuple[float, float]:
-    """(typical rounding the moved inputs add to phi, bound on the rounding of the dot product g . u)."""
+def _projection(f: Findings, out: dict[str, Any], kind: str, note: str) -> Comparison:
+    judged: J.Judged = out["judged"]
+    c = J.comparison(judged, 0, judged.diff.new_tensor(out["observed"]), judged.diff.new_tensor(out["numeric"]),
+                     Location(f.name), slopes=None, kind=kind)
+    return dataclasses.replace(c, reason=f"{c.reason}; {note}" if c.reason else note)
+
+
+def _rounding(g: torch.Tensor | None, u: torch.Tensor, x: torch.Tensor) -> dict[str, float]:
+    """The typical rounding the moved inputs add to phi, and a bound on the rounding of g . u."""
     if g is None:
-        return 0.0, 0.0
+        return {"perturbation": 0.0, "dot_rounding": 0.0}
     perturbation = EPS64 * float((g * x.to(g.dtype)).norm())
     dot = 4 * EPS64 * float((g * u).abs().sum()) * math.sqrt(max(u.numel(), 1))
-    return perturbation, dot
+    return {"perturbation": perturbation, "dot_rounding": dot}
 
 
-def _bisect(problem: Problem, j: int, g: Any, u: Any, phi_for: Callable[[int, Any], Batched], scale: float,
-            max_located: int) -> list[Mismatch]:
-    """Split the perturbed elements in halves, keep the halves that disagree, down to elements."""
+def _bisect(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, phi_for: Callable[[int, torch.Tensor], Batched],
+            scale: float, tol: ToleranceUsed, vs: list[torch.Tensor], f: Findings, whole: dict[str, Any]) -> None:
+    """Split the perturbed elements in halves, keep the halves that disagree, down to elements
+    (*whole* is the judgement of all of them together, which disagreed)."""
     import torch
 
     flat_u, flat_g = u.reshape(-1), g.reshape(-1)
     flat_x = problem.inputs[j].detach().reshape(-1)
-    pending = [(0, flat_u.numel())]
-    located: list[Mismatch] = []
-    shape = tuple(problem.inputs[j].shape)
-    while pending and len(located) < max_located:
+    n = flat_u.numel()
+    pending = [(0, n)] if n == 1 else [(0, n // 2), (n // 2, n)]
+    located = 0
+    last = whole
+    while pending:
+        if located >= LOCATE:
+            f.exact = False
+            f.why_inexact = (f"localization stopped after {LOCATE} elements (the bisection budget); "
+                             "mode='full' locates every one")
+            break
         lo, hi = pending.pop(0)
         part = torch.zeros_like(flat_u)
-        if hi - lo == 1:  # an element: use the unit direction, report d(v^T f)/dx_i
+        if hi - lo == 1:  # an element: the unit direction, d(vᵀf)/dx_i
             part[lo] = 1.0
         else:
             part[lo:hi] = flat_u[lo:hi]
         analytic = float((flat_g[lo:hi] * part[lo:hi]).sum())  # the slice only: NaN * 0 elsewhere is NaN
-        verdict = judge(phi_for(j, part.reshape(u.shape)), analytic, scale,
-                        *_rounding(flat_g[lo:hi], part[lo:hi], flat_x[lo:hi]))
-        if verdict["ok"]:
+        out = judge_along(phi_for(j, part.reshape(u.shape)), analytic, _projected(tol, part, vs), scale=scale,
+                          **_rounding(flat_g[lo:hi], part[lo:hi], flat_x[lo:hi]),
+                          precision=str(flat_x.dtype).removeprefix("torch."))
+        if out["verdict"] == J.PASS:
             continue
-        if hi - lo == 1:
-            located.append(Mismatch(j, problem.names[j], _unravel(lo, shape), None, None, analytic,
-                                    verdict["numeric"], note="v^T J at this element (v: the random output weights)"))
-        else:
+        last = out
+        if hi - lo > 1:
             mid = (lo + hi) // 2
             pending += [(lo, mid), (mid, hi)]
-    if not located:  # the parts agree but the whole did not (cancellation): report the input
-        located.append(Mismatch(j, problem.names[j], None, None, None, float((g * u).sum()), None,
-                                note="the directional check failed but no single element could be isolated"))
-    return located
+            continue
+        located += 1
+        judged: J.Judged = out["judged"]
+        pair = out.get("slopes")
+        slopes = None if pair is None else (torch.tensor(pair[0]), torch.tensor(pair[1]))
+        f.add(judged, torch.tensor(analytic, dtype=torch.float64), torch.tensor(out["numeric"], dtype=torch.float64),
+              output=None, rows=torch.tensor(-1), cols=torch.tensor(lo), slopes=slopes,
+              note="vᵀJ at this element (v: the random output weights)")
+        f.total -= 1  # f.total is the element count, set by the caller; add() counted this element again
+    if not f.failed and not f.inconclusive:
+        f.extra.append(_projection(f, last, "projection",
+                                   "the directional check disagreed but no single element could be isolated"))

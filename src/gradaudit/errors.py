@@ -40,6 +40,15 @@ class SpecError(GradauditError):
         return SpecError(self.bare_message, where=inner, field=self.field)
 
 
+class EvaluationError(Exception):
+    """The user's function or its backward raised while gradaudit evaluated it (kept as an error verdict)."""
+
+    def __init__(self, where: str, original: BaseException):
+        self.where = where
+        self.original = original
+        super().__init__(f"{where}: {type(original).__name__}: {original}")
+
+
 class GradientMismatch(AssertionError):
     """Raised by assert-style helpers; carries the records and the readable report."""
 

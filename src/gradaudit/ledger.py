@@ -24,8 +24,9 @@ from typing import Any
 
 from . import expr as _expr
 from .errors import GradauditError, SpecError
-from .record import Record, dumps
-from .spec import Check, ExpectedError, InputSpec, Tolerance
+from .record import SCHEMA_VERSION, Record, dumps
+from .spec import Expectation, ExpectedError, InputSpec
+from .tolerances import Tolerance
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -41,7 +42,7 @@ FILE_KEYS = ("checks", "suite", "source", "title", "description", "dtype", "devi
 INPUT_KEYS = ("value", "dtype", "device", "requires_grad")
 
 
-def read_ledger(path: str | Path) -> list[Check]:
+def read_ledger(path: str | Path) -> list[Expectation]:
     """Load the checks of a JSON or TOML ledger file; SpecError names the file and field."""
     p = Path(path)
     if not p.exists():
@@ -77,7 +78,7 @@ def _refuse_constant(name: str) -> Any:
     raise json.JSONDecodeError(f"{name} is not JSON; write a number", name, 0)
 
 
-def parse_ledger(data: Any, *, where: str, suite: str = "") -> list[Check]:
+def parse_ledger(data: Any, *, where: str, suite: str = "") -> list[Expectation]:
     """Turn parsed ledger data into checks."""
     defaults: dict[str, Any] = {}
     if isinstance(data, Mapping) and "checks" in data:
@@ -95,7 +96,7 @@ def parse_ledger(data: Any, *, where: str, suite: str = "") -> list[Check]:
     if not records:
         raise SpecError("the ledger is empty: it holds no checks. Add a record such as "
                         '{"function": "x*x", "x": 3.0, "analytical_gradient": 6}.', where=where)
-    checks: list[Check] = []
+    checks: list[Expectation] = []
     seen: dict[str, int] = {}
     for i, rec in enumerate(records, 1):
         at = f"{where} record {i}"
@@ -112,7 +113,7 @@ def parse_ledger(data: Any, *, where: str, suite: str = "") -> list[Check]:
 
 
 def _check_from_record(rec: Any, defaults: Mapping[str, Any], *, suite: str, where: str,
-                       index: int) -> Check:
+                       index: int) -> Expectation:
     if not isinstance(rec, Mapping):
         raise SpecError(f"a record must be an object with 'function', the inputs and "
                         f"'analytical_gradient'; got {type(rec).__name__}.")
@@ -160,7 +161,7 @@ def _check_from_record(rec: Any, defaults: Mapping[str, Any], *, suite: str, whe
     if "analytical_gradient" not in rec and "expect_error" not in rec:
         raise SpecError("the record has no 'analytical_gradient': write the expected derivative "
                         "first, e.g. \"analytical_gradient\": 6 for x*x at x=3.", field="analytical_gradient")
-    return Check(name=name, function=function, inputs=inputs, expected=rec.get("analytical_gradient", {}),
+    return Expectation(name=name, function=function, inputs=inputs, expected=rec.get("analytical_gradient", {}),
                  source=source, suite=suite, **kwargs)
 
 
@@ -223,17 +224,51 @@ def write_atomic(path: str | Path, text: str) -> None:
 
 def results_text(records: Iterable[Record], header: Mapping[str, Any]) -> str:
     """JSON Lines: a header line (kind "run": environment, summary), then one record a line."""
-    lines = [dumps({"schema_version": 1, "kind": "run", **header})]
+    lines = [dumps({"schema_version": SCHEMA_VERSION, "kind": "run", **header})]
     lines += [dumps(r.to_dict()) for r in records]
     return "\n".join(lines) + "\n"
 
 
+def records_of(items: Iterable[Any]) -> list[Record]:
+    """Records from a mix of records and results that hold them (ga.check results, audits)."""
+    out: list[Record] = []
+    for item in items:
+        if isinstance(item, Record):
+            out.append(item)
+        elif hasattr(item, "records"):
+            out.extend(records_of(item.records))
+        else:
+            raise SpecError(f"write_results takes records and check results; got {type(item).__name__}.",
+                            field="items")
+    return out
+
+
+def write_results(path: str | Path, items: Iterable[Any], *, environment: Mapping[str, Any] | None = None) -> Path:
+    """Write records (and the records of ``ga.check`` results) as the JSON Lines that
+    ``gradaudit report`` renders; atomically. Returns the path.
+
+    >>> import gradaudit as ga, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "r.jsonl")
+    >>> _ = ga.write_results(path, ga.run([ga.Expectation("sq", "x*x", {"x": 3.0}, {"x": 6})]))
+    >>> [r.verdict for r in ga.read_results(path)[1]]
+    ['pass', 'pass', 'pass']
+    """
+    from .env import environment as env_block
+    from .record import summarize
+
+    records = records_of(items)
+    env = dict(environment) if environment is not None else env_block()
+    header = {"environment": env, "targets": sorted({r.suite for r in records}), "summary": summarize(records)}
+    write_atomic(path, results_text(records, header))
+    return Path(path)
+
+
 def read_results(path: str | Path) -> tuple[dict[str, Any], list[Record]]:
-    """Read a results file written by ``gradaudit run --json``; returns (header, records)."""
+    """Read a results file written by ``gradaudit run --json`` or ``ga.write_results``; returns (header, records)."""
     p = Path(path)
     try:
         lines = p.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"cannot read results: {exc}.", where=str(path)) from None
     header: dict[str, Any] = {}
     records = []
@@ -242,13 +277,19 @@ def read_results(path: str | Path) -> tuple[dict[str, Any], list[Record]]:
             continue
         try:
             obj = json.loads(line, parse_constant=_refuse_constant)
-        except json.JSONDecodeError as exc:
-            raise SpecError(f"line {n} is not valid JSON: {exc.msg}.", where=str(path)) from None
-        if obj.get("kind") == "run":
+        except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+            raise SpecError(f"line {n} is not valid JSON: {getattr(exc, 'msg', exc)}.", where=str(path)) from None
+        kind = obj.get("kind") if isinstance(obj, dict) else None
+        if kind == "run":
             header = obj
-        elif obj.get("kind") == "record":
-            records.append(Record.from_dict(obj))
+        elif kind == "record":
+            try:
+                records.append(Record.from_dict(obj))
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise SpecError(f"line {n} is not a gradaudit record of schema version {SCHEMA_VERSION}: {exc}. "
+                                "Re-create the file with this version of gradaudit.", where=str(path)) from None
         else:
-            raise SpecError(f"line {n} is neither a run header nor a record (kind {obj.get('kind')!r}).",
-                            where=str(path))
+            raise SpecError(f"line {n} is neither a run header nor a record (a JSON object with \"kind\": \"run\" "
+                            f"or \"record\"); got {type(obj).__name__}"
+                            + (f" with kind {kind!r}" if isinstance(obj, dict) else "") + ".", where=str(path))
     return header, records

@@ -1,27 +1,34 @@
-"""Orchestration: Check -> Records. Never raises on a mismatch; every piece of
-evidence, passing or failing, becomes a record.
+"""Orchestration: Expectation -> evidence (channels) -> judge -> Records. Never raises on a mismatch;
+every piece of evidence, passing or failing, becomes a record.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import expr as _expr
-from .channels import CHANNELS, STORED_OR_RETURNED, Evidence
-from .compare import AUTOGRAD_TOLERANCES, compare, default_tolerance, unravel
-from .numeric import is_kink
-from .record import Record
-from .spec import Check, Matches, Probe
-from .tolerances import DERIVED_BASIS, SAFETY
+from . import judge as J
+from .channels import CHANNELS, STORED_OR_RETURNED, Gathered
+from .errors import EvaluationError
+from .findings import Findings
+from .record import ErrorInfo, Evidence, InputMeta, Record, Verdict
+from .spec import Expectation, Matches, Probe
+from .tolerances import TAYLOR_FAIL, TAYLOR_PASS, ToleranceUsed, resolve
 
-Progress = Callable[[Check | Probe], None]
+if TYPE_CHECKING:
+    import torch
+
+Progress = Callable[[Expectation | Probe], None]
+KEEP = 20  # located comparisons kept in a record
 
 
-def _written(value: Any) -> Any:
+def written(value: Any) -> Any:
+    """An expectation as written: the formula's text, a callable's name, or plain data."""
     if isinstance(value, _expr.Expr):
         return value.text
     if callable(value):
@@ -31,71 +38,88 @@ def _written(value: Any) -> Any:
     return value
 
 
-def tolerance_for(check: Check, name: str | None, method: str) -> dict[str, Any] | None:
-    """The tolerance that governs one comparison, with its basis and whether it is default."""
-    if method == "taylor":
-        return None  # tolerance-free: the verdict follows from the observed convergence order
-    dtype = check.inputs[name].dtype if name else "float64"
-    atol, rtol, basis = default_tolerance(method, dtype)
-    derived = method == "finite_difference" and check.numeric_scheme in ("ridders", "complex_step")
-    if check.tolerance is None and derived:
-        return {"atol": None, "rtol": None, "why": None, "default": True, "derived": True, "basis": DERIVED_BASIS}
-    if check.tolerance is None:
-        return {"atol": atol, "rtol": rtol, "why": None, "default": True, "basis": basis}
-    t = check.tolerance
-    same = (t.atol, t.rtol) == (atol, rtol)
-    return {"atol": t.atol, "rtol": t.rtol, "why": t.why, "default": same,
-            "basis": basis if same else "set by the check (see why)"}
+# -- the expectation part of a record (identical in plan and run) ----------------------------------
 
-
-def expectation(check: Check, name: str | None, method: str) -> dict[str, Any]:
-    """The expectation fields of one record; identical in plan and run."""
-    inputs = {n: {"value": s.written(), "shape": list(s.shape), "dtype": s.dtype,
-                  "device": s.device, "requires_grad": s.requires_grad}
-              for n, s in check.inputs.items()}
-    protocol: list[str] | None = None
+def expectation(check: Expectation, name: str | None, method: str) -> Record:
+    """The planned record of one expectation x method x input."""
+    inputs = tuple(InputMeta(n, s.written(), s.shape, s.dtype, s.device, s.requires_grad)
+                   for n, s in check.inputs.items())
+    protocol: tuple[str, ...] | None = None
     if method == "backward":
-        protocol = list(check.protocol)
+        protocol = tuple(check.protocol)
     elif method == "autograd.grad":
-        protocol = ["forward", "autograd.grad"]
+        protocol = ("forward", "autograd.grad")
     err = check.expect_error
-    return {
-        "suite": check.suite, "check": check.name, "function": check.source_text(),
-        "inputs": inputs, "input": name,
-        "analytical_gradient": _written(check.expected[name]) if name else None,
-        "expected_value": check.expected_tensor(name).tolist() if name else None,
-        "derivation": check.derivation, "method": method,
-        "stored_or_returned": STORED_OR_RETURNED[method], "protocol": protocol,
-        "step": check.step if method == "finite_difference" else None,
-        "scheme": check.numeric_scheme if method == "finite_difference" else None,
-        "convention": ({n: _written(v) for n, v in check.convention.items()} or None)
-        if method == "finite_difference" else None,
-        "tolerance": tolerance_for(check, name, method) if name else None,
-        "expect": check.expect if check.expect == "pass" else {"outcome": "fail", "why": check.expect_why},
-        "expect_error": None if err is None else {"type": err.type, "match": err.match,
-                                                  "explanation": err.explanation},
-        "source": check.source,
-    }
+    expected_value = None
+    if name:
+        try:
+            expected_value = check.expected_tensor(name).tolist()
+        except Exception:  # a formula that fails here fails again, with its traceback, when the check runs
+            expected_value = None
+    fd = method == "finite_difference"
+    return Record(
+        suite=check.suite, check=check.name, function=check.source_text(), inputs=inputs, input=name,
+        analytical_gradient=written(check.expected[name]) if name else None, expected_value=expected_value,
+        derivation=check.derivation, method=method, stored_or_returned=STORED_OR_RETURNED[method],
+        protocol=protocol, step=check.step if fd else None, scheme=check.numeric_scheme if fd else None,
+        convention=({n: written(v) for n, v in check.convention.items()} or None) if fd else None,
+        tolerance=check.tolerance_for(name, method),
+        expect=check.expect if check.expect == "pass" else {"outcome": "fail", "why": check.expect_why},
+        expect_error=None if err is None else {"type": err.type, "match": err.match, "explanation": err.explanation},
+        source=check.source, function_name=_function_name(check.function))
 
 
-def _names(check: Check) -> list[str | None]:
+def _function_name(fn: Any) -> str | None:
+    if isinstance(fn, _expr.Expr):
+        return None
+    from .naming import describe
+
+    return describe(fn).name
+
+
+def _names(check: Expectation) -> list[str | None]:
     return [None] if check.expect_error else list(check.grad_inputs)
 
 
-def plan(checks: Iterable[Check | Probe], *, environment_id: str | None = None) -> list[Record]:
+def _written_fact(value: Any) -> Any:
+    return {"matches": value.pattern} if isinstance(value, Matches) else written(value)
+
+
+def _is_numeric(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return True
+    return isinstance(value, (list, tuple)) and bool(value) and all(_is_numeric(v) for v in value)
+
+
+def probe_expectation(probe: Probe, fact: str) -> Record:
+    """The planned record of one fact of a probe."""
+    expected = probe.expected[fact]
+    tol = None
+    if _is_numeric(expected):
+        tol = resolve("observation", "float64", probe.tolerance)
+    return Record(
+        suite=probe.suite, check=probe.name, function=probe.source_text(), input=fact,
+        expected_value=_written_fact(expected), derivation=probe.derivation, method="observation",
+        stored_or_returned="observed", tolerance=tol,
+        expect=probe.expect if probe.expect == "pass" else {"outcome": "fail", "why": probe.expect_why},
+        source=probe.source)
+
+
+def plan(checks: Iterable[Expectation | Probe], *, environment_id: str | None = None) -> list[Record]:
     """Records of what will be checked, without calling any function."""
-    obs = {"observed_gradient": None, "executed": False, "verdict": None, "outcome": None,
-           "environment": environment_id}
     out = []
     for c in checks:
         if isinstance(c, Probe):
-            out += [Record(probe_expectation(c, fact), dict(obs)) for fact in c.expected]
+            out += [dataclasses.replace(probe_expectation(c, fact), environment=environment_id) for fact in c.expected]
         else:
-            out += [Record(expectation(c, n, m), dict(obs)) for m in c.methods for n in _names(c)]
+            out += [dataclasses.replace(expectation(c, n, m), environment=environment_id)
+                    for m in c.methods for n in _names(c)]
     return out
 
 
-def run(checks: Iterable[Check | Probe], *, environment_id: str | None = None,
+def run(checks: Iterable[Expectation | Probe], *, environment_id: str | None = None,
         progress: Progress | None = None) -> list[Record]:
     """Execute every check through each of its methods; return all records."""
     records: list[Record] = []
@@ -110,297 +134,260 @@ def run(checks: Iterable[Check | Probe], *, environment_id: str | None = None,
     return records
 
 
-# -- probes: observed facts ---------------------------------------------------------
-
-def _written_fact(value: Any) -> Any:
-    return {"matches": value.pattern} if isinstance(value, Matches) else _written(value)
-
-
-def _is_numeric(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, (int, float)):
-        return True
-    return isinstance(value, (list, tuple)) and bool(value) and all(_is_numeric(v) for v in value)
+def error_info(exc: BaseException, where: str | None = None) -> ErrorInfo:
+    if isinstance(exc, EvaluationError):
+        where, exc = exc.where, exc.original
+    return ErrorInfo(type(exc).__name__, str(exc),
+                     "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip(), where)
 
 
-def probe_expectation(probe: Probe, fact: str) -> dict[str, Any]:
-    """The expectation fields of one fact of a probe."""
-    expected = probe.expected[fact]
-    tol = None
-    if _is_numeric(expected):
-        tol = ({"atol": probe.tolerance.atol, "rtol": probe.tolerance.rtol, "why": probe.tolerance.why,
-                "default": False, "basis": "set by the check (see why)"} if probe.tolerance else
-               {"atol": None, "rtol": None, "why": None, "default": True,
-                "basis": "default for the observed dtype (torch.testing.assert_close's table)"})
-    return {
-        "suite": probe.suite, "check": probe.name, "function": probe.source_text(), "inputs": {},
-        "input": fact, "analytical_gradient": None, "expected_value": _written_fact(expected),
-        "derivation": probe.derivation, "method": "observation", "stored_or_returned": "observed",
-        "protocol": None, "step": None, "scheme": None, "convention": None, "tolerance": tol,
-        "expect": probe.expect if probe.expect == "pass" else {"outcome": "fail", "why": probe.expect_why},
-        "expect_error": None, "source": probe.source,
-    }
+def _done(base: Record, verdict: Verdict, expect: Any, **fields: Any) -> Record:
+    return dataclasses.replace(base, executed=True, verdict=verdict,
+                               outcome=J.outcome(verdict, expect if isinstance(expect, str) else "fail"), **fields)
 
+
+# -- probes: observed facts ---------------------------------------------------------------------
 
 def _run_probe(probe: Probe, environment_id: str | None) -> list[Record]:
-    base: dict[str, Any] = {"executed": True, "environment": environment_id, "observed_gradient": None}
     reason = probe.skip_unless() if probe.skip_unless else None
     if reason:
-        return [Record(probe_expectation(probe, f), {**base, "executed": False, "verdict": "skipped",
-                                                     "outcome": "skipped", "note": reason})
-                for f in probe.expected]
+        return [dataclasses.replace(probe_expectation(probe, f), environment=environment_id, verdict="skipped",
+                                    outcome="skipped", reason=reason) for f in probe.expected]
     start = time.perf_counter()
     try:
         facts: Any = dict(probe.run())
         raised = None
     except Exception as exc:
         facts, raised = {}, exc
-    base["elapsed_s"] = round(time.perf_counter() - start, 6)
+    elapsed = round(time.perf_counter() - start, 6)
     out = []
     for fact, expected in probe.expected.items():
-        exp = probe_expectation(probe, fact)
+        base = dataclasses.replace(probe_expectation(probe, fact), environment=environment_id, elapsed_s=elapsed)
         if raised is not None:
-            obs: dict[str, Any] = {"verdict": "error", "error": _error_info(raised)}
+            out.append(_done(base, "error", probe.expect, error=error_info(raised, "probe")))
         elif fact not in facts:
-            obs = {"verdict": "error", "error": {"type": "KeyError", "message": f"the probe reported no '{fact}'",
-                                                 "traceback": ""}}
+            out.append(_done(base, "error", probe.expect,
+                             error=ErrorInfo("KeyError", f"the probe reported no '{fact}'", "", "probe")))
         else:
-            obs = _judge_fact(expected, facts[fact], exp["tolerance"])
-        obs["outcome"] = _outcome(obs["verdict"], probe)  # type: ignore[arg-type]
-        out.append(Record(exp, {**base, **obs}))
+            out.append(_judge_fact(base, probe, expected, facts[fact]))
     return out
 
 
-def _judge_fact(expected: Any, observed: Any, tol: dict[str, Any] | None) -> dict[str, Any]:
+def _judge_fact(base: Record, probe: Probe, expected: Any, observed: Any) -> Record:
     import torch
 
-    obs: dict[str, Any] = {"observed_value": _written(observed) if not isinstance(observed, torch.Tensor)
-                           else observed.detach().cpu().tolist()}
+    fields: dict[str, Any] = {"observed_value": observed.detach().cpu().tolist() if isinstance(observed, torch.Tensor)
+                              else written(observed)}
     if isinstance(observed, torch.Tensor):
-        obs.update(shape=list(observed.shape), dtype=str(observed.dtype).removeprefix("torch."),
-                   device=str(observed.device))
+        fields.update(shape=tuple(observed.shape), dtype=str(observed.dtype).removeprefix("torch."),
+                      device=str(observed.device))
     if isinstance(expected, Matches):
         ok = isinstance(observed, str) and re.search(expected.pattern, observed) is not None
-        return {**obs, "verdict": "pass" if ok else "fail"}
-    if tol is not None and (_is_numeric(obs["observed_value"]) or isinstance(observed, torch.Tensor)):
+        return _done(base, "pass" if ok else "fail", probe.expect, **fields)
+    numeric_obs = isinstance(observed, torch.Tensor) or _is_numeric(fields["observed_value"])
+    if base.tolerance is not None and numeric_obs:
         got = observed if isinstance(observed, torch.Tensor) else torch.tensor(observed, dtype=torch.float64)
         want = torch.tensor(expected, dtype=torch.float64)
         if tuple(got.shape) != tuple(want.shape):
-            note = f"shape {tuple(got.shape)} observed, {tuple(want.shape)} expected"
-            return {**obs, "verdict": "fail", "note": note}
+            return _done(base, "fail", probe.expect, reason=f"shape {tuple(got.shape)} observed, "
+                                                            f"{tuple(want.shape)} expected", **fields)
         dtype = str(got.dtype).removeprefix("torch.")
-        atol, rtol, basis = default_tolerance("observation", dtype if dtype in AUTOGRAD_TOLERANCES else "float64")
-        if not tol["default"]:
-            atol, rtol = tol["atol"], tol["rtol"]
-        else:
-            obs["tolerance_used"] = {"atol": atol, "rtol": rtol, "why": None, "default": True, "basis": basis}
-        disc = compare(got, want, atol=atol, rtol=rtol)
-        return {**obs, "discrepancy": disc, "verdict": "pass" if disc["mismatched"] == 0 else "fail"}
+        tol = resolve("observation", dtype, probe.tolerance)
+        judged = J.judge(got, want, tol, numeric=None)
+        f = Findings(-1, str(base.input), tuple(want.shape), [()], reference_kind="expected")
+        f.add(judged, got, want, output=None, rows=torch.tensor(-1), cols=_flat_index(want))
+        return _done(base, f.verdict, probe.expect, tolerance=tol, discrepancy=f.discrepancy(KEEP),  # type: ignore
+                     **fields)
     same = type(observed) is type(expected) and observed == expected
-    return {**obs, "verdict": "pass" if same else "fail"}
+    return _done(base, "pass" if same else "fail", probe.expect, **fields)
 
 
-def _error_info(exc: BaseException) -> dict[str, Any]:
-    return {"type": type(exc).__name__, "message": str(exc),
-            "traceback": "".join(traceback.format_exception(exc)).rstrip()}
+def _flat_index(t: torch.Tensor) -> torch.Tensor:
+    import torch
+
+    return torch.arange(t.numel()).reshape(t.shape)
 
 
-def _outcome(verdict: str, check: Check | Probe) -> str:
-    if verdict == "error":
-        return "errors"
-    if verdict in ("inconclusive", "skipped"):
-        return verdict
-    if check.expect == "fail":
-        return "expected failures" if verdict == "fail" else "unexpected passes"
-    return "passed" if verdict == "pass" else "failed"
+# -- gradient expectations -----------------------------------------------------------------------
 
-
-def _run_method(check: Check, method: str, environment_id: str | None) -> list[Record]:
+def _run_method(check: Expectation, method: str, environment_id: str | None) -> list[Record]:
     start = time.perf_counter()
-    evidence: Evidence | None = None
+    gathered: Gathered | None = None
     raised: BaseException | None = None
     try:
-        evidence = CHANNELS[method](check)
+        gathered = CHANNELS[method](check)
     except Exception as exc:  # kept whole in the record, never re-raised
         raised = exc
-    elapsed = time.perf_counter() - start
-    base = {"executed": True, "environment": environment_id, "elapsed_s": round(elapsed, 6)}
+    elapsed = round(time.perf_counter() - start, 6)
     if check.expect_error is not None:
-        return [Record(expectation(check, None, method), {**base, **_judge_error(check, raised)})]
+        base = dataclasses.replace(expectation(check, None, method), environment=environment_id, elapsed_s=elapsed)
+        return [_judge_error(base, check, raised)]
     out = []
     for name in check.grad_inputs:
-        exp = expectation(check, name, method)
-        obs: dict[str, Any]
+        base = dataclasses.replace(expectation(check, name, method), environment=environment_id, elapsed_s=elapsed)
         if raised is not None:
-            obs = {"observed_gradient": None, "verdict": "error", "error": _error_info(raised)}
-        else:
-            assert evidence is not None
-            obs = _judge(exp, check, evidence)
-        obs["outcome"] = _outcome(obs["verdict"], check)
-        out.append(Record(exp, {**base, **obs}))
+            out.append(_done(base, "error", check.expect, error=error_info(raised, "the function")))
+            continue
+        assert gathered is not None
+        try:
+            expected = check.expected_tensor(name)
+        except Exception as exc:
+            out.append(_done(base, "error", check.expect, error=error_info(exc, "the expectation")))
+            continue
+        out.append(_judge_gradient(base, check, name, method, gathered, expected))
     return out
 
 
-def _judge_error(check: Check, raised: BaseException | None) -> dict[str, Any]:
+def _judge_error(base: Record, check: Expectation, raised: BaseException | None) -> Record:
     err = check.expect_error
     assert err is not None
-    if raised is None:
+    original = raised.original if isinstance(raised, EvaluationError) else raised
+    if original is None:
         verdict, note = "fail", f"expected {err.type} matching {err.match!r}, but nothing was raised"
-    elif err.matches(raised):
-        verdict, note = "pass", f"raised {type(raised).__name__} as expected"
+    elif err.matches(original):
+        verdict, note = "pass", f"raised {type(original).__name__} as expected"
         note += f": {err.explanation}" if err.explanation else ""
     else:
-        verdict, note = "fail", (f"expected {err.type} matching {err.match!r}, but "
-                                 f"{type(raised).__name__} was raised")
-    obs: dict[str, Any] = {"observed_gradient": None, "verdict": verdict, "note": note,
-                           "observed_error": None if raised is None else _error_info(raised)}
-    obs["outcome"] = _outcome(verdict, check)
-    return obs
+        verdict, note = "fail", f"expected {err.type} matching {err.match!r}, but {type(original).__name__} was raised"
+    return _done(base, verdict, check.expect, reason=note,  # type: ignore[arg-type]
+                 observed_error=None if raised is None else error_info(raised))
 
 
-def _judge(exp: dict[str, Any], check: Check, evidence: Evidence) -> dict[str, Any]:
-    """Compare one channel's gradient with the expectation (already in *exp*)."""
+def _nonfinite_expectation(expected: torch.Tensor) -> str | None:
     import torch
 
-    name, method = exp["input"], exp["method"]
+    bad = (~torch.isfinite(expected)).reshape(-1).nonzero().flatten()
+    if not bad.numel():
+        return None
+    from .findings import unravel
+
+    i = int(bad[0])
+    return (f"the expected gradient is {expected.reshape(-1)[i].item()} at element "
+            f"{unravel(i, tuple(expected.shape))} ({len(bad)} non-finite element(s)): the formula is not finite "
+            "at this point, so there is nothing to compare")
+
+
+def _judge_gradient(base: Record, check: Expectation, name: str, method: str, ev: Gathered,
+                    expected: torch.Tensor) -> Record:
+    """Judge one channel's gradient against the expectation."""
+    import torch
+
     if method == "taylor":
-        return _judge_taylor(evidence.info["per_input"][name])
-    grad = evidence.grads.get(name)
-    expected = torch.tensor(exp["expected_value"], dtype=torch.float64)
-    tol = exp["tolerance"]
-    obs: dict[str, Any] = dict(evidence.info)
-    atol: Any = tol["atol"]
+        return _judge_taylor(base, check, ev.info["per_input"][name])
+    bad = _nonfinite_expectation(expected)
+    if bad:
+        return _done(base, "error", check.expect, error=ErrorInfo("ValueError", bad, "", "the expectation"))
+    grad = ev.grads.get(name)
+    fields: dict[str, Any] = {}
+    tol = base.tolerance
+    assert tol is not None
     if method == "finite_difference":
-        ev = evidence.info["per_input"][name]
-        obs = {"evidence": ev, "fallback": evidence.info["fallback"] or ev["fallback"]}
-        error = evidence.errors.get(name)
-        if tol.get("derived") and error is not None:
-            eps = torch.finfo(getattr(torch, ev["dtype"])).eps
-            atol = SAFETY * error
-            tol = obs["tolerance_used"] = {**tol, "atol": float(atol.max()), "rtol": 4 * eps}
-        elif tol["default"] and (tol.get("derived") or evidence.info["fallback"]):
-            # no error estimate (or evidence in the input's own dtype): the table for that dtype
-            a, r, basis = default_tolerance(method, "float64", ev["dtype"])
-            tol = obs["tolerance_used"] = {**tol, "atol": a, "rtol": r, "basis": basis}
-            atol = a
+        per = ev.info["per_input"][name]
+        tol = resolve("evidence_vs_expected", per["dtype"], check.tolerance, scheme=per["scheme"])
+        bound = ev.bounds.get(name)
+        notes = tuple(n for n in (ev.info.get("fallback"), per.get("fallback")) if n)
+        fields["evidence"] = Evidence(
+            "finite_difference", per["scheme"], per.get("step_rule"), tuple(per.get("step", ())), per["dtype"],
+            None if bound is None else float(bound.max()) if bound.numel() else 0.0, per.get("evaluations"), notes,
+            {"f": per["f"]})
+        fields["tolerance"] = tol
+    else:
+        fields["evidence"] = Evidence(method, precision=check.inputs[name].dtype, details=ev.info)
     if grad is None:
         zero = bool((expected == 0).all())
-        obs.update(observed_gradient=None, shape=None, dtype=None, device=None,
-                   verdict="pass" if zero else "fail",
-                   note="no gradient (None): the output does not depend on this input"
-                        + ("; the expectation is zero" if zero else ", but the expectation is not zero"))
-        return obs
-    disc = compare(grad, expected, atol=atol, rtol=tol["rtol"])
-    obs.update(
-        observed_gradient=grad.to(torch.float64).tolist() if grad.dtype == torch.bfloat16 else grad.tolist(),
-        shape=list(grad.shape), dtype=str(grad.dtype).removeprefix("torch."), device=str(grad.device),
-        discrepancy=disc, verdict="pass" if disc["mismatched"] == 0 else "fail",
-    )
-    if method == "finite_difference":
-        obs["dtype"] = obs["evidence"]["dtype"]
-        obs["evidence_precision"] = _precision(obs["evidence"]["dtype"], evidence.errors.get(name))
-        if disc["mismatched"]:
-            obs.update(_explain_numeric(check, name, grad, expected, atol, tol, evidence))
-    return obs
+        return _done(base, "pass" if zero else "fail", check.expect, **fields,
+                     reason="no gradient (None): the output does not depend on this input"
+                            + ("; the expectation is zero" if zero else ", but the expectation is not zero"))
+    fields.update(observed_gradient=grad.to(torch.float64).tolist() if grad.dtype == torch.bfloat16 else grad.tolist(),
+                  shape=tuple(grad.shape), dtype=str(grad.dtype).removeprefix("torch."), device=str(grad.device))
+    f = Findings(-1, name, tuple(expected.shape), [()], reference_kind="expected")
+    cols = torch.arange(expected.numel()).reshape(expected.shape)
+    if method != "finite_difference":
+        judged = J.judge(grad, expected, tol, numeric=None)
+        f.add(judged, grad, expected, output=None, rows=torch.tensor(-1), cols=cols)
+        return _done(base, f.verdict, check.expect, discrepancy=f.discrepancy(KEEP), **fields)  # type: ignore
+    spec = check.inputs[name]
+    x = spec.tensor(requires_grad=False, dtype="float64").reshape(-1).abs().clamp_min(1.0)
+    scale = (max(1.0, abs(ev.info["per_input"][name]["f"])) / x).reshape(expected.shape)
+    bound = ev.bounds.get(name)
+    precision = ev.info["per_input"][name]["dtype"]
+    judged = J.judge(grad, expected, tol, observed_bound=0.0 if bound is None else bound, numeric="observed",
+                     scale=scale, precision=precision)
+    pair = None
+    if bool((judged.verdict != J.PASS).any()) and ev.slopes is not None:
+        suspect = (judged.verdict != J.PASS).reshape(-1).nonzero().flatten()
+        left, right = ev.slopes(name, suspect)
+        full_l = torch.full((expected.numel(),), float("nan"), dtype=torch.float64)
+        full_r = full_l.clone()
+        full_l[suspect], full_r[suspect] = left, right
+        pair = (full_l.reshape(expected.shape), full_r.reshape(expected.shape))
+        conv = check.convention_tensor(name)
+        judged = J.judge(grad, expected, tol, observed_bound=0.0 if bound is None else bound, numeric="observed",
+                         scale=scale, slopes=pair, convention=conv, precision=precision)
+    f.add(judged, grad, expected, output=None, rows=torch.tensor(-1), cols=cols, slopes=pair)
+    fields["reason"] = _numeric_note(check, name, f)
+    return _done(base, f.verdict, check.expect, discrepancy=f.discrepancy(KEEP), **fields)  # type: ignore[arg-type]
 
 
-def _explain_numeric(check: Check, name: str, grad: Any, expected: Any, atol: Any, tol: dict[str, Any],
-                     evidence: Evidence) -> dict[str, Any]:
-    """Tell a wrong expectation from unreliable evidence at the mismatched elements.
-
-    A kink (left and right slopes disagree) makes the numeric value meaningless there:
-    ``inconclusive``, unless a declared subgradient convention matches the expectation
-    and lies between the slopes. Evidence whose own error bound exceeds the tolerance,
-    or is larger than 1e-3 of the value, is ``inconclusive`` too.
-    """
-
-    allowed = (atol + tol["rtol"] * expected.abs()).expand(expected.shape).reshape(-1)
-    bad = ((grad - expected).abs().reshape(-1) > allowed).nonzero().flatten().tolist()
-    error = evidence.errors.get(name)
-    conv = check.convention_tensor(name)
-    kinks: list[dict[str, Any]] = []
-    noisy: list[dict[str, Any]] = []
-    conventions: list[int] = []
+def _numeric_note(check: Expectation, name: str, f: Findings) -> str | None:
+    """Why numeric evidence could not decide (kinks with autograd's choice, coarse evidence), or how a
+    declared convention resolved a kink."""
+    comps = [c for c in f.comparisons() if c.verdict != "fail" or c.kind != "value"]
+    kinks = [c for c in comps if c.kind == "kink" and c.verdict == "inconclusive"]
+    resolved = [c for c in comps if c.kind == "kink" and c.verdict == "pass"]
+    coarse = [c for c in comps if c.kind in ("coarse", "discontinuity", "nonfinite") and c.verdict == "inconclusive"]
     chosen = None
-    for i in bad[:20]:
-        left, right = evidence.slopes(name, i) if evidence.slopes else (float("nan"), float("nan"))
-        exp_i = float(expected.reshape(-1)[i])
-        if is_kink(left, right):
-            lo, hi = min(left, right), max(left, right)
-            if conv is not None and float(conv.reshape(-1)[i]) == exp_i and lo - 1e-6 <= exp_i <= hi + 1e-6:
-                conventions.append(i)
-                continue
-            if chosen is None:
-                chosen = _autograd_values(check, name)
-            autograd = None if chosen is None else float(chosen.reshape(-1)[i])
-            kinks.append({"index": list(unravel(i, tuple(expected.shape))), "left_slope": left,
-                          "right_slope": right, "autograd": autograd, "expected": exp_i})
-        elif error is not None and _undecidable(float(error.reshape(-1)[i]), float(grad.reshape(-1)[i]), exp_i):
-            noisy.append({"index": list(unravel(i, tuple(expected.shape))),
-                          "error_bound": float(error.reshape(-1)[i]), "allowed": float(allowed[i])})
-    out: dict[str, Any] = {}
     if kinks:
-        out["kinks"] = kinks
-    if noisy:
-        out["noisy"] = noisy
-    explained = len(kinks) + len(conventions) + len(noisy)
-    if len(bad) > 20 or explained < len(bad):
-        return out  # a real mismatch remains: the verdict stays "fail"
-    if kinks or noisy:
-        parts = [f"kink at {tuple(k['index'])}: left slope {k['left_slope']:.6g}, right slope "
-                 f"{k['right_slope']:.6g}, autograd chose {k['autograd']}" for k in kinks]
-        parts += [f"numeric error bound {n['error_bound']:.3g} at {tuple(n['index'])} exceeds what the comparison "
-                  f"allows ({n['allowed']:.3g})" for n in noisy]
-        out.update(verdict="inconclusive", note="the numeric evidence cannot decide here: " + "; ".join(parts)
-                   + ". Declare a subgradient convention (convention) or move the point.")
-    else:
-        out.update(verdict="pass", note=f"kink(s) at {len(conventions)} element(s) resolved by the declared "
-                                        "convention, which lies between the one-sided slopes")
-    return out
+        from .channels import autograd_grad
+
+        try:
+            chosen = autograd_grad(check).grads.get(name)
+        except Exception:
+            chosen = None
+    parts = []
+    for c in kinks:
+        assert c.slopes is not None and c.element is not None
+        auto = None if chosen is None else float(chosen.reshape(-1)[_flat(c.element, chosen.shape)])
+        parts.append(f"kink at {c.element}: left slope {c.slopes[0]:.6g}, right slope {c.slopes[1]:.6g}, "
+                     f"autograd chose {auto}")
+    parts += [f"{c.reason} at {c.element} (error bound allowance {c.allowance.evidence if c.allowance else 0:.3g})"
+              for c in coarse]
+    if parts:
+        return ("the numeric evidence cannot decide here: " + "; ".join(parts)
+                + ". Declare a subgradient convention (convention) or move the point.")
+    if resolved:
+        return (f"kink(s) at {len(resolved)} element(s) resolved by the declared convention, which lies between "
+                "the one-sided slopes")
+    return None
 
 
-def _undecidable(error: float, numeric: float, expected: float) -> bool:
-    """The evidence cannot settle this element: its own error bound explains the discrepancy,
-    or it is too large (over 1e-3 of the value) to be evidence at all."""
-    return abs(numeric - expected) <= SAFETY * error or error > 1e-3 * max(1.0, abs(expected))
+def _flat(index: tuple[int, ...], shape: Any) -> int:
+    flat = 0
+    for i, size in zip(index, tuple(shape)):
+        flat = flat * size + i
+    return flat
 
 
-def _precision(dtype: str, error: Any) -> str:
-    """How precise the numeric evidence is, in words."""
-    import math
-
-    import torch
-
-    eps = torch.finfo(getattr(torch, dtype)).eps
-    text = f"{dtype} evidence (eps {eps:.1e}, about {int(-math.log10(eps))} significant digits)"
-    if error is not None:
-        text += f"; error bound at most {float(error.max()):.1e}"
-    return text
-
-
-def _autograd_values(check: Check, name: str) -> Any:
-    from .channels import autograd_grad
-
-    try:
-        return autograd_grad(check).grads.get(name)
-    except Exception:
-        return None
-
-
-def _judge_taylor(info: dict[str, Any]) -> dict[str, Any]:
+def _judge_taylor(base: Record, check: Expectation, info: dict[str, Any]) -> Record:
     import math
 
     orders = [o for o in info["orders"] if not math.isnan(o)]
-    obs: dict[str, Any] = {"observed_gradient": None, "evidence": info}
+    evidence = Evidence("taylor", "taylor remainder", "h0 = 1e-4 * max(1, |x|), halving", None, "float64",
+                        details=info)
     if not orders:
-        return {**obs, "verdict": "pass",
-                "note": "every remainder is at rounding level: the expected gradient is exact along the direction"}
+        return _done(base, "pass", check.expect, evidence=evidence,
+                     reason="every remainder is at rounding level: the expected gradient is exact along the direction")
     median = sorted(orders)[len(orders) // 2]
-    obs["order"] = median
-    if median >= 1.8:
-        return {**obs, "verdict": "pass", "note": f"remainder shrinks as O(h^{median:.2f}): the gradient is right"}
-    if median <= 1.2:
-        return {**obs, "verdict": "fail", "note": f"remainder shrinks only as O(h^{median:.2f}), not O(h^2): "
-                                                  "the expected gradient is wrong along the direction"}
-    return {**obs, "verdict": "inconclusive", "note": f"observed order {median:.2f} is neither 1 nor 2"}
+    details = {"order": median}
+    if median >= TAYLOR_PASS:
+        return _done(base, "pass", check.expect, evidence=evidence, details=details,
+                     reason=f"remainder shrinks as O(h^{median:.2f}): the gradient is right")
+    if median <= TAYLOR_FAIL:
+        return _done(base, "fail", check.expect, evidence=evidence, details=details,
+                     reason=f"remainder shrinks only as O(h^{median:.2f}), not O(h^2): the expected gradient is "
+                            "wrong along the direction")
+    return _done(base, "inconclusive", check.expect, evidence=evidence, details=details,
+                 reason=f"observed order {median:.2f} is neither 1 nor 2")
+
+
+__all__ = ["ToleranceUsed", "error_info", "expectation", "plan", "probe_expectation", "run"]

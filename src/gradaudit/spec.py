@@ -1,15 +1,16 @@
-"""Checks as data: a function, named inputs, an expectation written first, a tolerance.
+"""Expectations as data: a function, named inputs, the gradient written first, a tolerance.
 
->>> c = Check(name="square", function="x*x", inputs={"x": 3.0}, expected={"x": 6},
-...           derivation="d/dx x^2 = 2x = 6 at x=3")
->>> c.inputs["x"].dtype
+``Expectation`` is what a ledger record holds (``ga.check()`` is the other door: a function and
+tensors, judged against numeric evidence).
+
+>>> e = Expectation(name="square", function="x*x", inputs={"x": 3.0}, expected={"x": 6},
+...                 derivation="d/dx x^2 = 2x = 6 at x=3")
+>>> e.inputs["x"].dtype
 'float64'
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -18,7 +19,7 @@ from typing import Any, Literal
 
 from . import expr as _expr
 from .errors import SpecError
-from .tolerances import default_tolerance
+from .tolerances import Tolerance, ToleranceUsed, require_why, resolve
 
 METHODS = ("backward", "autograd.grad", "finite_difference", "taylor")
 DEFAULT_METHODS = ("backward", "autograd.grad", "finite_difference")
@@ -38,23 +39,6 @@ RESERVED_NAMES = frozenset({
     "expectation_sha256", "expect", "expect_error", "name", "methods", "why", "evidence",
     "observed_error", "note", "input_meta", "expected_outcome", "elapsed_s",
 })
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """An explicit tolerance: both atol and rtol, and why it differs from the default."""
-
-    atol: float
-    rtol: float
-    why: str | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("atol", "rtol"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise SpecError(f"{name} must be a finite number >= 0; got {value!r}.", field="tolerance")
-        if self.why is not None and (not isinstance(self.why, str) or not self.why.strip()):
-            raise SpecError("'why' must be a sentence saying why this tolerance is right.", field="tolerance.why")
 
 
 @dataclass(frozen=True)
@@ -116,8 +100,8 @@ class ExpectedError:
 
 
 @dataclass(frozen=True)
-class Check:
-    """A gradient check: the expectation is data, written before anything runs."""
+class Expectation:
+    """A gradient expectation: data, written before anything runs (a ledger record)."""
 
     name: str
     function: Any  # an expression string (parsed to expr.Expr) or a callable
@@ -176,9 +160,25 @@ class Check:
             set_(self, "convention", _normalise_expected(self.convention, self.inputs, partial=True,
                                                          field="convention"))
         if self.tolerance is not None:
-            _require_why(self.tolerance, self.methods, [self.inputs[n].dtype for n in self.grad_inputs])
+            if not isinstance(self.tolerance, Tolerance):
+                raise SpecError("'tolerance' must be a Tolerance(atol, rtol, why).", field="tolerance")
+            require_why(self.tolerance, self.default_tolerances())
 
     # -- derived views -------------------------------------------------------------
+    def tolerance_for(self, name: str | None, method: str) -> ToleranceUsed | None:
+        """The tolerance that governs one comparison, with its basis and whether it is the default."""
+        if method == "taylor" or name is None:
+            return None  # tolerance-free: the verdict follows from the observed convergence order
+        if method == "finite_difference":
+            return resolve("evidence_vs_expected", "float64", self.tolerance, scheme=self.numeric_scheme)
+        return resolve("autograd_vs_expected", self.inputs[name].dtype, self.tolerance)
+
+    def default_tolerances(self) -> list[ToleranceUsed]:
+        found = [resolve("evidence_vs_expected", "float64", scheme=self.numeric_scheme)
+                 if m == "finite_difference" else resolve("autograd_vs_expected", self.inputs[n].dtype)
+                 for m in self.methods if m != "taylor" for n in self.grad_inputs]
+        return found or [resolve("autograd_vs_expected", "float64")]
+
     @property
     def numeric_scheme(self) -> str:
         """The finite-difference scheme used: Ridders unless a step or a scheme was chosen."""
@@ -211,30 +211,13 @@ class Check:
         return _expected_as_tensor(self.convention[name], self.inputs, name)
 
 
-@functools.lru_cache(maxsize=512)
 def source_of(fn: Any) -> str:
     """The text of an expression or the source of a callable (read once per function)."""
     if isinstance(fn, _expr.Expr):
         return fn.text
-    try:
-        return inspect.getsource(fn).strip()
-    except (OSError, TypeError):
-        return getattr(fn, "__qualname__", repr(fn))
+    from .naming import describe
 
-
-def _require_why(tol: Tolerance, methods: Sequence[str], dtypes: Sequence[str]) -> None:
-    if not isinstance(tol, Tolerance):
-        raise SpecError("'tolerance' must be a Tolerance(atol, rtol, why).", field="tolerance")
-    if tol.why:
-        return
-    defaults = sorted({default_tolerance(m, d)[:2] for m in methods for d in dtypes or ["float64"]})
-    if any((tol.atol, tol.rtol) != d for d in defaults):
-        shown = "; ".join(f"atol={a:g}, rtol={r:g}" for a, r in defaults)
-        raise SpecError(
-            f"the tolerance atol={tol.atol:g}, rtol={tol.rtol:g} differs from the default ({shown}) "
-            "and has no 'why'. Tolerances are never changed silently: add why = \"...\" saying "
-            "what makes this tolerance right (precision, step, a known approximation), or remove "
-            "the tolerance to use the default.", field="tolerance.why")
+    return describe(fn).source
 
 
 def _normalise_inputs(inputs: Mapping[str, Any]) -> dict[str, InputSpec]:
@@ -379,8 +362,13 @@ def _expected_as_tensor(value: Any, inputs: Mapping[str, InputSpec], name: str) 
                             f"string or a callable; got {value!r}.", field=where)
         try:
             tensor = torch.as_tensor(value, dtype=torch.float64).detach().clone().cpu()
-        except (TypeError, ValueError, RuntimeError) as exc:
+        except (TypeError, ValueError, RuntimeError, OverflowError) as exc:
             raise SpecError(f"the expected gradient cannot become a tensor: {exc}.", field=where) from None
+        if not bool(torch.isfinite(tensor).all()):
+            bad = [i for i, v in enumerate(tensor.reshape(-1).tolist()) if not math.isfinite(v)]
+            raise SpecError(f"the expected gradient holds {tensor.reshape(-1)[bad[0]].item()} (at flat element "
+                            f"{bad[0]}): an expectation must be a finite number. A value such as 1e400 overflows "
+                            "to infinity; write the derivative you derived.", field=where)
     if tensor.dim() == 0 and shape != ():
         return tensor.expand(shape).clone()
     if tuple(tensor.shape) != shape:

@@ -1,40 +1,170 @@
-"""The one dtype-keyed table of default tolerances (data only; no torch import)."""
+"""The one tolerance policy: ``Tolerance``, the dtype tables, the evidence-derived allowance and
+every named floor the judge uses. No other module holds a number for judging.
+
+Every comparison allows ``atol + rtol * |reference| + SAFETY * (error bounds of the evidence)``:
+the user's (or the default) tolerance plus what the evidence itself cannot resolve.
+
+>>> resolve("autograd_vs_evidence", "float64").rtol
+1e-10
+>>> Tolerance(1e-6, 1e-5, why="float32 kernel").why
+'float32 kernel'
+"""
 
 from __future__ import annotations
 
-#: (atol, rtol) for comparing an autograd gradient with an exact expectation,
-#: keyed by the gradient's dtype (torch.testing.assert_close's table).
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from .errors import SpecError
+
+Kind = Literal["autograd_vs_expected", "evidence_vs_expected", "autograd_vs_evidence", "observation", "nondeterminism"]
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """An explicit tolerance: both atol and rtol, and why it differs from the default."""
+
+    atol: float
+    rtol: float
+    why: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("atol", "rtol"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise SpecError(f"{name} must be a finite number >= 0; got {value!r}.", field="tolerance")
+        if self.why is not None and (not isinstance(self.why, str) or not self.why.strip()):
+            raise SpecError("'why' must be a sentence saying why this tolerance is right.", field="tolerance.why")
+
+
+@dataclass(frozen=True)
+class ToleranceUsed:
+    """The tolerance one comparison was judged against, with its basis (stored in every record)."""
+
+    atol: float
+    rtol: float
+    why: str | None
+    default: bool
+    basis: str
+    evidence_factor: float | None = None  # the allowance adds this many times the evidence's error bound
+
+
+# -- the tables ------------------------------------------------------------------------------------
+
+#: (atol, rtol) for an autograd gradient against an exact expectation, keyed by the gradient's dtype
+#: (torch.testing.assert_close's table).
 AUTOGRAD_TOLERANCES: dict[str, tuple[float, float]] = {
     "float64": (1e-7, 1e-7),
     "float32": (1e-5, 1.3e-6),
     "float16": (1e-5, 1e-3),
     "bfloat16": (1e-5, 1.6e-2),
 }
+AUTOGRAD_BASIS = "default for {dtype} gradients (torch.testing.assert_close's table)"
 
-#: (atol, rtol) for central-difference evidence, keyed by the dtype the evidence
-#: was computed in, with the reason.
+#: (atol, rtol) for autograd against numeric evidence (ga.check, every mode), keyed by the dtype the
+#: function was checked in. The evidence's own error bound is added on top (SAFETY times it).
+CHECK_TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (0.0, 1e-10),
+    "float32": (1e-5, 1.3e-6),
+    "float16": (1e-5, 1e-3),
+    "bfloat16": (1e-5, 1.6e-2),
+}
+CHECK_BASIS = {
+    "float64": ("float64 autograd agrees with exact derivatives to about 1e-13 relative; rtol 1e-10 leaves three "
+                "orders for cancellation, and a backward off by a relative 1e-8 (or rounded through float32) "
+                "still fails; plus 10 x the numeric evidence's own error bound"),
+}
+CHECK_BASIS_LOW = ("the function runs in {dtype} only (it refused float64): torch.testing.assert_close's {dtype} "
+                   "table, plus 10 x the numeric evidence's own error bound")
+
+#: (atol, rtol) for finite-difference evidence without an error estimate (central, one-sided),
+#: keyed by the evidence's dtype, with the reason.
 FD_TOLERANCES: dict[str, tuple[float, float, str]] = {
-    "float64": (1e-6, 1e-6, "central differences in float64 at h = cbrt(eps)*max(1,|x|) err by "
-                "about 1e-10 relative (truncation h^2|f'''|/6 plus rounding eps|f|/h); 1e-6 "
-                "leaves four orders of margin"),
-    "float32": (1e-3, 1e-3, "central differences in float32 err by about 1e-6 relative at best "
-                "(rounding eps32|f|/h with eps32 = 1.2e-7)"),
+    "float64": (1e-6, 1e-6, "central differences in float64 at h = cbrt(eps)*max(1,|x|) err by about 1e-10 "
+                "relative (truncation h^2|f'''|/6 plus rounding eps|f|/h); 1e-6 leaves four orders of margin"),
+    "float32": (1e-3, 1e-3, "central differences in float32 err by about 1e-6 relative at best (rounding "
+                "eps32|f|/h with eps32 = 1.2e-7)"),
     "float16": (1e-1, 1e-1, "float16 evidence carries about three significant digits"),
     "bfloat16": (1e-1, 1e-1, "bfloat16 evidence carries about two significant digits"),
 }
 
+EPS = {"float64": 2.220446049250313e-16, "float32": 1.1920928955078125e-07, "float16": 0.0009765625,
+       "bfloat16": 0.0078125}
 
+# -- named floors ----------------------------------------------------------------------------------
 
-def default_tolerance(method: str, dtype: str, evidence_dtype: str = "float64") -> tuple[float, float, str]:
-    """The default (atol, rtol, basis) for *method* on a gradient of *dtype*."""
-    if method == "finite_difference":
-        atol, rtol, why = FD_TOLERANCES[evidence_dtype]
-        return atol, rtol, why
-    atol, rtol = AUTOGRAD_TOLERANCES[dtype]
-    return atol, rtol, f"default for {dtype} gradients (torch.testing.assert_close's table)"
-
-
-#: the derived tolerance is this many times the evidence's own error bound
+#: the allowance adds this many times the evidence's own error bound (estimates are typical sizes)
 SAFETY = 10.0
-DERIVED_BASIS = ("derived from the evidence: 10 x (the scheme's error estimate + the rounding bound "
-                 "eps|f|/h) per element, plus rtol 4 eps for the expectation's own rounding")
+#: evidence whose bound (times SAFETY) exceeds this fraction of the quantity's scale cannot decide, keyed
+#: by the evidence's dtype: float64 differences reach 1e-10 relative, so 1e-3 marks a pathology (a
+#: singularity, a jump); float32 differences reach 1e-4 at best, so only 10% makes them mute
+UNINFORMATIVE = {"float64": 1e-3, "float32": 1e-1, "float16": 0.5, "bfloat16": 0.5}
+#: one-sided slopes that differ by more than this (relative to max(1, |slope|)) mark a kink; the
+#: same margin says whether a large-step reference disagrees with the local slope (a discontinuity)
+KINK_REL = 1e-3
+#: ulps of |f| one evaluation of the function may be off by (the rounding of a difference quotient)
+ROUNDING_ULPS = 8.0
+#: rounding of an autograd value itself, in ulps of its magnitude
+AUTOGRAD_ULPS = 16.0
+#: relative rounding allowed for an expectation evaluated from a formula (its own float64 rounding)
+EXPECTATION_ULPS = 4.0
+#: a structure hypothesis (diagonal, band, affine) holds when two evaluations agree to this many ulps
+STRUCTURE_ULPS = 64.0
+#: two backward passes on the same inputs must agree exactly unless nondet_tol says otherwise
+NONDETERMINISM_DEFAULT = (0.0, 0.0)
+#: Taylor test: median remainder order at least this passes, at most TAYLOR_FAIL fails
+TAYLOR_PASS, TAYLOR_FAIL = 1.8, 1.2
+
+
+def eps(dtype: str) -> float:
+    """Machine epsilon of a floating dtype named as in torch ('float64', ...)."""
+    return EPS.get(dtype, EPS["float64"])
+
+
+def resolve(kind: Kind, dtype: str, user: Tolerance | None = None, *, scheme: str | None = None) -> ToleranceUsed:
+    """The tolerance that governs one comparison: the user's (with its why) or the default for
+    *kind* at *dtype*, with its basis and whether the evidence bound is added."""
+    atol, rtol, basis, factor = _default(kind, dtype, scheme)
+    if user is None:
+        return ToleranceUsed(atol, rtol, None, True, basis, factor)
+    same = (float(user.atol), float(user.rtol)) == (atol, rtol)
+    return ToleranceUsed(float(user.atol), float(user.rtol), user.why, same,
+                         basis if same else "set by the check (see why)", factor)
+
+
+def _default(kind: Kind, dtype: str, scheme: str | None) -> tuple[float, float, str, float | None]:
+    dtype = dtype if dtype in EPS else "float64"
+    if kind == "autograd_vs_expected" or kind == "observation":
+        atol, rtol = AUTOGRAD_TOLERANCES[dtype]
+        return atol, rtol, AUTOGRAD_BASIS.format(dtype=dtype), None
+    if kind == "autograd_vs_evidence":
+        atol, rtol = CHECK_TOLERANCES[dtype]
+        return atol, rtol, CHECK_BASIS.get(dtype, CHECK_BASIS_LOW.format(dtype=dtype)), SAFETY
+    if kind == "nondeterminism":
+        return (*NONDETERMINISM_DEFAULT, "two backward passes through the same graph must agree exactly", None)
+    # evidence_vs_expected: a scheme with its own error estimate gets a derived allowance
+    if scheme in ("ridders", "complex_step"):
+        rtol = EXPECTATION_ULPS * eps(dtype)
+        return 0.0, rtol, (f"derived from the evidence: {SAFETY:g} x the scheme's error bound (its estimate plus the "
+                           f"rounding eps|f|/h) per element, plus rtol {EXPECTATION_ULPS:g} eps for the expectation's "
+                           "own rounding"), SAFETY
+    atol, rtol, why = FD_TOLERANCES[dtype]
+    return atol, rtol, why, None
+
+
+def require_why(user: Tolerance | None, defaults: list[ToleranceUsed], *, field: str = "tolerance") -> None:
+    """Refuse a tolerance that differs from every applicable default without a written why."""
+    if user is None or user.why:
+        return
+    if not isinstance(user, Tolerance):
+        raise SpecError(f"'{field}' must be a ga.Tolerance(atol, rtol, why=...); got {type(user).__name__}.",
+                        field=field)
+    pairs = sorted({(d.atol, d.rtol) for d in defaults})
+    if any((float(user.atol), float(user.rtol)) != p for p in pairs):
+        shown = "; ".join(f"atol={a:g}, rtol={r:g}" for a, r in pairs)
+        raise SpecError(
+            f"the tolerance atol={user.atol:g}, rtol={user.rtol:g} differs from the default ({shown}) and has no "
+            "'why'. Tolerances are never changed silently: add why=\"...\" saying what makes this tolerance right "
+            "(precision, step, a known approximation), or remove the tolerance to use the default.",
+            field=f"{field}.why")

@@ -9,11 +9,11 @@ from typing import Any
 from ..record import Record, summarize, summary_line
 from .text import COLUMNS, detail_lines, row
 
-VERDICTS = ("pass", "fail", "error", "inconclusive", "skipped")
+VERDICTS = ("pass", "fail", "error", "inconclusive", "skipped", "planned")
 
 
 def _verdict(r: Record) -> str:
-    return str(r.verdict or "planned")
+    return str(r.verdict)
 
 
 def _env_line(header: Mapping[str, Any]) -> str:
@@ -35,9 +35,9 @@ def render_html(records: Sequence[Record], header: Mapping[str, Any] | None = No
     counts = summarize(list(records))
     items = []
     for r in records:
-        interesting = r.outcome not in ("passed", None)
-        items.append({"verdict": _verdict(r), "outcome": r.outcome or "planned", "cells": row(r),
-                      "title": f"{r.get('check')} — {r.get('method')}", "open": r.outcome in ("failed", "errors"),
+        interesting = r.outcome not in ("passed", "planned")
+        items.append({"verdict": _verdict(r), "outcome": r.outcome, "cells": row(r),
+                      "title": f"{r.check} — {r.method}", "open": r.outcome in ("failed", "errors"),
                       "detail": "\n".join(detail_lines(r)),
                       "plot": _plot(r) if plots and interesting else None})
     env = jinja2.Environment(loader=jinja2.PackageLoader("gradaudit.render", "templates"),
@@ -49,7 +49,7 @@ def render_html(records: Sequence[Record], header: Mapping[str, Any] | None = No
 
 def _plot(r: Record) -> str | None:
     """A per-element discrepancy plot for a failed tensor comparison, if matplotlib is there."""
-    observed, expected = r.get("observed_gradient"), r.get("expected_value")
+    observed, expected = r.observed_gradient, r.expected_value
     if not isinstance(observed, list) or not isinstance(expected, list):
         return None
     try:

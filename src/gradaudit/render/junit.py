@@ -7,27 +7,28 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..record import Record
+from .common import clean, idx
 from .text import detail_lines
 
 
 def case_name(r: Record) -> str:
-    name = str(r.get("check"))
-    if r.get("input"):
-        name += f" [{r.get('input')}]"
-    return f"{name} · {r.get('method')}"
+    name = clean(r.check, newlines=False)
+    if r.input:
+        name += f" [{clean(r.input, newlines=False)}]"
+    return f"{name} · {r.method}"
 
 
 def junit_xml(records: Sequence[Record], header: Mapping[str, Any] | None = None) -> str:
     """A <testsuites> document: a <testsuite> per suite, a <testcase> per record.
 
-    fail and unexpected pass -> <failure>; error -> <error>; skipped and inconclusive ->
-    <skipped>; an expected failure passes, with its report in <system-out>.
+    fail and unexpected pass -> <failure>; error -> <error>; skipped, inconclusive and planned
+    (never executed) -> <skipped>; an expected failure passes, with its report in <system-out>.
     """
     env = (header or {}).get("environment") or {}
     root = ET.Element("testsuites", name="gradaudit")
     by_suite: dict[str, list[Record]] = {}
     for r in records:
-        by_suite.setdefault(str(r.get("suite") or "checks"), []).append(r)
+        by_suite.setdefault(clean(r.suite or "checks", newlines=False), []).append(r)
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for suite, recs in by_suite.items():
         node = ET.SubElement(root, "testsuite", name=suite)
@@ -38,7 +39,7 @@ def junit_xml(records: Sequence[Record], header: Mapping[str, Any] | None = None
             ET.SubElement(props, "property", name="torch", value=str(env.get("torch", {}).get("version")))
         for r in recs:
             case = ET.SubElement(node, "testcase", classname=f"gradaudit.{suite}", name=case_name(r),
-                                 time=f"{float(r.get('elapsed_s') or 0.0):.6f}")
+                                 time=f"{float(r.elapsed_s or 0.0):.6f}")
             report = "\n".join(detail_lines(r))
             outcome = r.outcome
             if outcome in ("failed", "unexpected passes"):
@@ -46,12 +47,13 @@ def junit_xml(records: Sequence[Record], header: Mapping[str, Any] | None = None
                 ET.SubElement(case, "failure", message=_message(r), type=outcome).text = report
             elif outcome == "errors":
                 counts["errors"] += 1
-                err = r.get("error") or {}
-                ET.SubElement(case, "error", message=str(err.get("message", ""))[:500],
-                              type=str(err.get("type", "Error"))).text = report
-            elif outcome in ("skipped", "inconclusive"):
+                err = r.error
+                ET.SubElement(case, "error", message=clean(err.message if err else "", newlines=False)[:500],
+                              type=clean(err.type if err else "Error")).text = report
+            elif outcome in ("skipped", "inconclusive", "planned"):
                 counts["skipped"] += 1
-                ET.SubElement(case, "skipped", message=f"{outcome}: {r.get('note') or ''}".strip())
+                note = "not executed (a plan)" if outcome == "planned" else clean(r.reason or "", newlines=False)
+                ET.SubElement(case, "skipped", message=f"{outcome}: {note}".strip())
             elif outcome == "expected failures":
                 ET.SubElement(case, "system-out").text = "expected failure, kept visible:\n" + report
         for key, value in counts.items():
@@ -64,8 +66,9 @@ def junit_xml(records: Sequence[Record], header: Mapping[str, Any] | None = None
 
 
 def _message(r: Record) -> str:
-    disc = r.get("discrepancy")
-    if disc and disc.get("mismatched"):
-        return (f"{disc['mismatched']} / {disc['total']} elements mismatched; greatest absolute difference "
-                f"{disc['max_abs']:.6g} at index {tuple(disc['index'])}")
-    return str(r.get("note") or "check failed")[:500]
+    d = r.discrepancy
+    if d is not None and d.mismatched:
+        at = f" at {idx(d.at.element)}" if d.at is not None and d.at.element is not None else ""
+        count = f"{d.mismatched} / {d.total}" if d.exact else f"at least {d.mismatched} / {d.total}"
+        return f"{count} elements mismatched; greatest absolute difference {d.max_abs:.6g}{at}"
+    return clean(r.reason or "check failed", newlines=False)[:500]

@@ -6,14 +6,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..record import Record, summarize, summary_line
+from .common import clean
 from .text import COLUMNS, row
 
 ORDER = {"failed": 0, "unexpected passes": 0, "errors": 1, "inconclusive": 2, "expected failures": 3,
-         "skipped": 4, "passed": 5}
+         "skipped": 4, "planned": 5, "passed": 6}
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return clean(text, newlines=False).replace("|", "\\|").replace("`", "\\`")
 
 
 def markdown(records: Sequence[Record], header: Mapping[str, Any] | None = None) -> str:

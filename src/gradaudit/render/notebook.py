@@ -28,7 +28,7 @@ def build(suites_: Sequence[str] = ("notebook",)) -> Any:
     except ImportError:
         raise GradauditError("notebooks need nbformat: pip install 'gradaudit[notebook]'.") from None
     from .. import suites
-    from ..run import _written
+    from ..run import written as _written
 
     cells = [new_markdown_cell(INTRO.format(suites=", ".join(f"`{s}`" for s in suites_))),
              new_markdown_cell("## Environment\n\nRecorded before any check: Python, torch and each "

@@ -70,10 +70,10 @@ def discrepancy_svg(record: Any) -> str:
     import io
 
     plt = _pyplot()
-    observed = _flatten(record.get("observed_gradient"))
-    expected = _flatten(record.get("expected_value"))
-    disc = record.get("discrepancy") or {}
-    atol, rtol = disc.get("atol") or 0.0, disc.get("rtol") or 0.0
+    observed = _flatten(record.observed_gradient)
+    expected = _flatten(record.expected_value)
+    tol = record.tolerance
+    atol, rtol = (tol.atol, tol.rtol) if tol is not None else (0.0, 0.0)
     idx = list(range(len(observed)))
     err = [abs(o - e) for o, e in zip(observed, expected)]
     allowed = [atol + rtol * abs(e) for e in expected]
@@ -83,7 +83,7 @@ def discrepancy_svg(record: Any) -> str:
     ax.plot(idx, [max(a, 1e-300) for a in allowed], "k--", linewidth=1, label="allowed")
     ax.set_yscale("log")
     ax.set_xlabel("element (flat index)")
-    ax.set_title(f"{record.get('check')} — d/d{record.get('input')} by {record.get('method')}", fontsize=9)
+    ax.set_title(f"{record.check} — d/d{record.input} by {record.method}", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     buf = io.StringIO()

@@ -1,130 +1,120 @@
-"""Terminal rendering with rich: one row per record, then every failure kept intact.
+"""Terminal rendering with rich: one row per record, then every failure kept intact; and the
+readable report of a ``ga.check`` result (``str(result)``).
 
-Renders from records only (never from our own messages). Long values are
-summarized; whole tensors are never printed.
+Renders from records only (never from our own messages). Long values are summarized; whole
+tensors and Jacobians are never printed; text from users has its control characters escaped.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..record import Record, summarize, summary_line
+from ..record import Comparison, Discrepancy, Record, summarize, summary_line
+from ..tolerances import ToleranceUsed
+from .common import clean, fmt_number, fmt_value, idx, pct, plural, rel_text
 
-MAX_INLINE = 4
+if TYPE_CHECKING:
+    from ..api import CheckResult
+
+SHOWN = 5  # worst comparisons printed per record; the rest are in result.mismatches / the JSON record
 VERDICT_STYLE = {"pass": "green", "fail": "red", "error": "magenta", "inconclusive": "yellow",
-                 "skipped": "dim", None: "dim"}
+                 "skipped": "dim", "planned": "dim"}
 COLUMNS = ("verdict", "check", "method", "stored/returned", "expected", "observed", "abs err",
            "tolerance", "shape", "dtype", "device")
 
 
-def fmt_number(v: Any) -> str:
-    if isinstance(v, str):  # encoded non-finite
-        return {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}.get(v, v)
-    if isinstance(v, bool) or v is None:
-        return str(v)
-    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
-        return str(int(v))
-    return f"{v:.6g}" if isinstance(v, (int, float)) and not math.isnan(v) else str(v)
+# -- table cells ---------------------------------------------------------------------------------
 
-
-def _flat(v: Any) -> list[Any]:
-    if isinstance(v, (list, tuple)):
-        return [x for item in v for x in _flat(item)]
-    return [v]
-
-
-def fmt_value(v: Any) -> str:
-    """A short text for a number or a nested list: at most four values, then a count."""
-    if v is None:
-        return "None"
-    if isinstance(v, str):
-        return v
-    if isinstance(v, Mapping) and "matches" in v:
-        return f"~/{v['matches']}/"
-    if not isinstance(v, (list, tuple)):
-        return fmt_number(v)
-    flat = _flat(v)
-    if len(flat) <= MAX_INLINE and (not v or not isinstance(v[0], (list, tuple))):
-        return "[" + ", ".join(fmt_number(x) for x in flat) + "]"
-    head = ", ".join(fmt_number(x) for x in flat[:3])
-    return f"[{head}, … {len(flat)} values]"
+def _input_meta(r: Record) -> Any:
+    return next((m for m in r.inputs if m.name == r.input), None)
 
 
 def _shape(r: Record) -> str:
-    shape = r.get("shape")
-    spec = (r.expectation.get("inputs") or {}).get(r.get("input"))
-    if shape is None and spec:
-        shape = spec["shape"]
-    return "—" if shape is None else "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+    shape = r.shape
+    meta = _input_meta(r)
+    if shape is None and meta is not None:
+        shape = meta.shape
+    return "—" if shape is None else idx(shape)
 
 
 def _meta(r: Record, key: str) -> str:
-    value = r.get(key)
-    spec = (r.expectation.get("inputs") or {}).get(r.get("input"))
-    if value is None and spec:
-        value = spec.get(key)
-    return "—" if value is None else str(value)
+    value = getattr(r, key)
+    meta = _input_meta(r)
+    if value is None and meta is not None:
+        value = getattr(meta, key)
+    return "—" if value is None else clean(value, newlines=False)
+
+
+def _is_check(r: Record) -> bool:
+    return r.suite == "check" and r.expected_value is None and r.analytical_gradient is None
 
 
 def _expected_cell(r: Record) -> str:
-    err = r.get("expect_error")
-    if err:
-        return str(err["type"])
-    return fmt_value(r.get("expected_value"))
+    if r.expect_error:
+        return clean(r.expect_error.get("type"), newlines=False)
+    if _is_check(r):
+        worst = r.discrepancy.worst[0] if r.discrepancy and r.discrepancy.worst else None
+        if worst is not None and worst.reference is not None:
+            return f"{fmt_number(worst.reference)} (numeric)"
+        return "numeric" if r.executed else "(numeric)"
+    return fmt_value(r.expected_value)
 
 
 def _observed_cell(r: Record) -> str:
     if r.verdict == "skipped":
         return "(skipped)"
-    if not r.get("executed"):
+    if not r.executed:
         return "(not run)"
-    if r.get("expect_error"):
-        raised = r.get("observed_error")
-        return str(raised["type"]) if raised else "no error"
+    if r.expect_error:
+        return clean(r.observed_error.type) if r.observed_error else "no error"
     if r.verdict == "error":
-        return f"error: {r.get('error', {}).get('type', '?')}"
-    if r.get("method") == "observation":
-        return fmt_value(r.get("observed_value"))
-    if r.get("method") == "taylor":
-        return f"order {r.get('order'):.2f}" if r.get("order") is not None else "exact"
-    return fmt_value(r.get("observed_gradient"))
+        return f"error: {clean(r.error.type) if r.error else '?'}"
+    if r.method == "observation":
+        return fmt_value(r.observed_value)
+    if r.method == "taylor":
+        order = r.details.get("order")
+        return f"order {order:.2f}" if isinstance(order, float) else "exact"
+    if _is_check(r):
+        worst = r.discrepancy.worst[0] if r.discrepancy and r.discrepancy.worst else None
+        if worst is not None and worst.observed is not None:
+            return f"{fmt_number(worst.observed)} (autograd)"
+        return "autograd"
+    return fmt_value(r.observed_gradient)
 
 
-def _tolerance_cell(r: Record) -> str:
-    tol = r.get("tolerance_used") or r.get("tolerance")
-    if not tol:
+def tolerance_cell(tol: ToleranceUsed | None) -> str:
+    if tol is None:
         return "—"
-    if tol.get("atol") is None:
-        return "derived"
-    mark = "" if tol.get("default") else "*"
-    return f"{tol['atol']:.3g}/{tol['rtol']:.3g}{mark}"
+    mark = "" if tol.default else "*"
+    text = f"{tol.atol:.3g}/{tol.rtol:.3g}{mark}"
+    return text + ("+ev" if tol.evidence_factor else "")
 
 
 def _verdict_cell(r: Record) -> str:
-    outcome = r.outcome
-    if outcome == "expected failures":
+    if r.outcome == "expected failures":
         return "fail (expected)"
-    if outcome == "unexpected passes":
+    if r.outcome == "unexpected passes":
         return "pass (unexpected)"
-    return r.verdict or "planned"
+    return r.verdict
+
+
+def check_name(r: Record) -> str:
+    return clean(r.check, newlines=False) + (f" [{clean(r.input, newlines=False)}]" if r.input else "")
 
 
 def row(r: Record) -> list[str]:
-    disc = r.get("discrepancy")
+    disc = r.discrepancy
     return [
-        _verdict_cell(r),
-        str(r.get("check")) + (f" [{r.get('input')}]" if r.get("input") else ""),
-        str(r.get("method")), str(r.get("stored_or_returned")),
-        _expected_cell(r), _observed_cell(r),
-        fmt_number(disc["max_abs"]) if disc else "—",
-        _tolerance_cell(r), _shape(r), _meta(r, "dtype"), _meta(r, "device"),
+        _verdict_cell(r), check_name(r), clean(r.method, newlines=False), str(r.stored_or_returned or "—"),
+        _expected_cell(r), _observed_cell(r), fmt_number(disc.max_abs) if disc else "—",
+        tolerance_cell(r.tolerance), _shape(r), _meta(r, "dtype"), _meta(r, "device"),
     ]
 
 
 def table(records: Sequence[Record], *, title: str | None = None) -> Any:
     from rich import box
+    from rich.markup import escape
     from rich.table import Table
 
     t = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, highlight=False,
@@ -138,17 +128,13 @@ def table(records: Sequence[Record], *, title: str | None = None) -> Any:
                      min_width=min(longest, 32) if name == "check" else min(natural, 12) if wraps else natural)
     for r, cells in zip(records, rows):
         style = VERDICT_STYLE.get(r.verdict, "")
-        cells = [_escape(c) for c in cells]
+        cells = [escape(c) for c in cells]
         cells[0] = f"[{style}]{cells[0]}[/]" if style else cells[0]
         t.add_row(*cells)
     return t
 
 
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
-
+# -- the intact account of one record ------------------------------------------------------------
 
 def needs_detail(r: Record) -> bool:
     return r.outcome in ("failed", "errors", "expected failures", "unexpected passes", "inconclusive", "skipped")
@@ -156,71 +142,166 @@ def needs_detail(r: Record) -> bool:
 
 def detail_lines(r: Record, *, repro: str | None = None) -> list[str]:
     """The intact account of one failed or errored record: code, inputs, discrepancy, env."""
-    e = r.expectation
-    head = f"{_verdict_cell(r).upper()}: {e.get('check')}"
-    if e.get("method") == "observation":
-        head += f" — {e.get('input')} (observed)"
-    elif e.get("input"):
-        head += f" — d/d{e['input']} by {e.get('method')} ({e.get('stored_or_returned')})"
-    lines = [head, f"  source:     {e.get('source') or '—'}"]
-    fn = str(e.get("function") or "").splitlines() or [""]
+    head = f"{_verdict_cell(r).upper()}: {clean(r.check, newlines=False)}"
+    if r.method == "observation":
+        head += f" — {clean(r.input, newlines=False)} (observed)"
+    elif r.input:
+        head += f" — d/d{clean(r.input, newlines=False)} by {r.method} ({r.stored_or_returned})"
+    lines = [head, f"  source:     {clean(r.source, newlines=False) or '—'}"]
+    fn = clean(r.function).splitlines() or [""]
     lines.append(f"  function:   {fn[0]}")
     lines += [f"              {line}" for line in fn[1:]]
-    for name, spec in (e.get("inputs") or {}).items():
-        lines.append(f"  input {name}:  {fmt_value(spec['value'])} shape {tuple(spec['shape'])} "
-                     f"{spec['dtype']} on {spec['device']}"
-                     + ("" if spec.get("requires_grad") else " (no gradient)"))
-    if e.get("derivation"):
-        lines.append(f"  derivation: {e['derivation']}")
-    if isinstance(e.get("expect"), Mapping):
-        lines.append(f"  expected to fail because: {e['expect'].get('why')}")
-    if r.get("protocol"):
-        lines.append(f"  protocol:   {' → '.join(r.get('protocol'))}")
-    lines += _discrepancy_lines(r)
-    if r.get("note"):
-        lines.append(f"  note:       {r.get('note')}")
-    err = r.get("error") or (r.get("observed_error") if r.verdict != "pass" else None)
-    if err:
-        lines.append(f"  error:      {err['type']}: {err['message']}")
-        lines += ["    " + line for line in str(err.get("traceback", "")).splitlines()[-6:]]
-    lines.append(f"  environment: {r.get('environment') or '—'}")
-    if repro:
-        lines.append(f"  re-run:     {repro}")
+    for m in r.inputs:
+        value = "" if m.value is None else fmt_value(m.value) + " "
+        lines.append(f"  input {clean(m.name, newlines=False)}:  {value}shape {tuple(m.shape)} {m.dtype} on {m.device}"
+                     + ("" if m.requires_grad else " (no gradient)"))
+    if r.derivation:
+        lines.append(f"  derivation: {clean(r.derivation, newlines=False)}")
+    if isinstance(r.expect, Mapping):
+        lines.append(f"  expected to fail because: {clean(r.expect.get('why'), newlines=False)}")
+    if r.protocol:
+        lines.append(f"  protocol:   {' → '.join(r.protocol)}")
+    lines += discrepancy_lines(r)
+    if r.reason:
+        lines.append(f"  note:       {clean(r.reason, newlines=False)}")
+    lines += error_lines(r.error or (r.observed_error if r.verdict != "pass" else None))
+    lines.append(f"  environment: {r.environment or '—'}")
+    rerun = repro or r.rerun
+    if rerun:
+        lines.append(f"  re-run:     {clean(rerun, newlines=False)}")
     return lines
 
 
-def _discrepancy_lines(r: Record) -> list[str]:
-    disc = r.get("discrepancy")
-    tol = r.get("tolerance_used") or r.get("tolerance")
-    out = []
-    if r.get("method") == "observation":
-        out.append(f"  expected:   {fmt_value(r.get('expected_value'))}")
-        if r.get("executed"):
-            out.append(f"  observed:   {fmt_value(r.get('observed_value'))}")
-    elif r.get("expected_value") is not None:
-        out.append(f"  expected:   {fmt_value(r.get('expected_value'))}   (written: "
-                   f"{fmt_value(r.get('analytical_gradient'))})")
-        out.append(f"  observed:   {fmt_value(r.get('observed_gradient'))}")
-    if tol and tol.get("atol") is not None:
-        why = tol.get("why") or tol.get("basis")
-        out.append(f"  tolerance:  atol {fmt_number(tol['atol'])}, rtol {fmt_number(tol['rtol'])}"
-                   f" ({'default' if tol.get('default') else 'changed'}: {why})")
-    if r.get("evidence_precision"):
-        out.append(f"  evidence:   {r.get('evidence_precision')}")
-    if disc and disc["mismatched"]:
-        pct = 100.0 * disc["mismatched"] / max(disc["total"], 1)
-        idx = tuple(disc["index"])
-        out.append(f"  Mismatched elements: {disc['mismatched']} / {disc['total']} ({pct:.1f}%)")
-        out.append(f"  Greatest absolute difference: {fmt_number(disc['max_abs'])} at index {idx} "
-                   f"(up to {fmt_number(disc['atol'])} + {fmt_number(disc['rtol'])}·|expected| allowed)")
-        out.append(f"  Greatest relative difference: {fmt_number(disc['max_rel'])}")
-        if disc["total"] > 1:
-            out.append("    index | expected | observed | abs | rel")
-            for w in disc["worst"]:
-                out.append(f"    {tuple(w['index'])} | {fmt_number(w['expected'])} | "
-                           f"{fmt_number(w['observed'])} | {fmt_number(w['abs'])} | {fmt_number(w['rel'])}")
+def error_lines(err: Any, indent: str = "  ") -> list[str]:
+    if err is None:
+        return []
+    lines = [f"{indent}error:      {clean(err.type)}: {clean(err.message, newlines=False)}"]
+    return lines + [f"{indent}  " + clean(line) for line in str(err.traceback).splitlines()[-6:]]
+
+
+def tolerance_line(tol: ToleranceUsed | None, indent: str = "  ") -> list[str]:
+    if tol is None:
+        return []
+    why = clean(tol.why or tol.basis, newlines=False)
+    text = f"{indent}tolerance:  atol {fmt_number(tol.atol)}, rtol {fmt_number(tol.rtol)}"
+    if tol.evidence_factor:
+        text += f", plus {fmt_number(tol.evidence_factor)} × the evidence's error bound"
+    return [text + f" ({'default' if tol.default else 'changed'}: {why})"]
+
+
+def discrepancy_lines(r: Record, indent: str = "  ") -> list[str]:
+    out: list[str] = []
+    if r.method == "observation":
+        out.append(f"{indent}expected:   {fmt_value(r.expected_value)}")
+        if r.executed:
+            out.append(f"{indent}observed:   {fmt_value(r.observed_value)}")
+    elif r.expected_value is not None:
+        out.append(f"{indent}expected:   {fmt_value(r.expected_value)}   (written: {fmt_value(r.analytical_gradient)})")
+        out.append(f"{indent}observed:   {fmt_value(r.observed_gradient)}")
+    out += tolerance_line(r.tolerance, indent)
+    if r.evidence is not None and r.evidence.precision and r.method in ("finite_difference", "vjp", "jvp",
+                                                                          "double backward"):
+        out.append(f"{indent}evidence:   {evidence_text(r)}")
+    if r.discrepancy is not None:
+        out += mismatch_lines(r.discrepancy, indent, located=_is_check(r))
     return out
 
+
+def evidence_text(r: Record) -> str:
+    ev = r.evidence
+    assert ev is not None
+    from ..tolerances import eps
+
+    digits = int(-__import__("math").log10(eps(ev.precision or "float64")))
+    text = f"{ev.precision} evidence (eps {eps(ev.precision or 'float64'):.1e}, about {digits} significant digits)"
+    if ev.scheme:
+        text += f"; {ev.scheme}"
+    if ev.error_bound is not None:
+        text += f"; error bound at most {ev.error_bound:.1e}"
+    for note in ev.notes:
+        text += f"; {clean(note, newlines=False)}"
+    return text
+
+
+def mismatch_lines(d: Discrepancy, indent: str = "  ", *, located: bool = False) -> list[str]:
+    """numpy.testing's vocabulary: mismatched elements (exact, or "at least"), greatest differences,
+    then at most SHOWN worst comparisons and how many more there are."""
+    bad = d.mismatched
+    if not bad and not d.inconclusive:
+        return []
+    out = []
+    if bad:
+        count = f"{bad} / {d.total} ({pct(bad, d.total)})" if d.exact else f"at least {bad} / {d.total}"
+        out.append(f"{indent}Mismatched elements: {count}" + ("" if d.exact else f": {d.why_inexact}"))
+    if d.inconclusive:
+        out.append(f"{indent}Inconclusive elements: {d.inconclusive} / {d.total}")
+    worst = [c for c in d.worst if c.reference is not None and c.observed is not None]
+    if worst:
+        top = max(worst, key=lambda c: c.abs)
+        allowed = f" (up to {fmt_number(top.allowance.total)} allowed)" if top.allowance else ""
+        out.append(f"{indent}Greatest absolute difference: {fmt_number(top.abs)} at {where(top)}{allowed}")
+        rel = max(worst, key=lambda c: (c.reference not in (0.0, None), c.rel))
+        out.append(f"{indent}Greatest relative difference: {rel_text(rel.rel, rel.reference)} at {where(rel)}")
+    for c in d.worst:
+        if c.reference is None or c.observed is None:
+            out.append(f"{indent}{c.kind}: {clean(c.reason, newlines=False)}")
+    if worst:
+        outputs = any(c.output is not None for c in worst)
+        ref_name = "numeric" if worst[0].reference_kind == "numeric" else "expected"
+        obs_name = "autograd" if located else "observed"
+        head = ("input | element | output | output element | " if outputs else "element | ")
+        out.append(f"{indent}  {head}{ref_name} | {obs_name} | abs | rel | allowed | verdict")
+        for c in worst[:SHOWN]:
+            place = (f"{clean(c.input)} | {idx(c.element)} | {c.output} | {idx(c.output_element)} | " if outputs
+                     else f"{idx(c.element)} | ")
+            allowed = fmt_number(c.allowance.total) if c.allowance else "—"
+            verdict = c.verdict + (f" ({c.kind}: {clean(c.reason, newlines=False)})" if c.kind not in ("value",)
+                                   else "")
+            out.append(f"{indent}  {place}{fmt_number(c.reference)} | {fmt_number(c.observed)} | "
+                       f"{fmt_number(c.abs)} | {rel_text(c.rel, c.reference)} | {allowed} | {verdict}")
+        more = bad + d.inconclusive - min(len(worst), SHOWN)
+        if more > 0:
+            out.append(f"{indent}  … {more} more: see result.mismatches (or the JSON record)")
+    return out
+
+
+def where(c: Comparison) -> str:
+    text = f"'{clean(c.input)}' element {idx(c.element)}" if c.element is not None else f"'{clean(c.input)}'"
+    if c.output is not None and c.output_element is not None:
+        text += f", output {c.output} element {idx(c.output_element)}"
+    return text
+
+
+# -- ga.check results ----------------------------------------------------------------------------
+
+_INFO = ("structure", "evaluation", "evaluations", "backward_rows", "ridders_columns", "elapsed_s")
+
+
+def check_report(res: CheckResult) -> str:
+    """The readable report of a ga.check result: verdict, tolerance, and per input every located
+    mismatch (at most five shown each), never whole Jacobians."""
+    facts = [f"mode {res.mode}"] + [f"{k.replace('_', ' ')} {res.info[k]}" for k in _INFO if k in res.info]
+    lines = [f"gradaudit.check {clean(res.name, newlines=False)}: {res.verdict.upper()} ({'; '.join(facts)})"]
+    first = res.records[0] if res.records else None
+    if first is not None and first.verdict != "error":
+        lines += tolerance_line(first.tolerance, "")
+        if first.evidence is not None:
+            lines.append(f"evidence:   {evidence_text(first)}")
+    for r in res.records:
+        status = r.verdict.upper()
+        lines.append(f"input '{clean(r.input)}' ({r.method}): {status}" + (f" — {clean(r.reason, newlines=False)}"
+                                                                          if r.reason else ""))
+        if r.method != "vjp" and r.tolerance is not None and r.tolerance != (first.tolerance if first else None):
+            lines += tolerance_line(r.tolerance, "  ")
+        if r.discrepancy is not None and r.verdict != "pass":
+            lines += mismatch_lines(r.discrepancy, "  ", located=True)
+        lines += error_lines(r.error, "  ")
+    if res.rerun and not res.ok:
+        lines.append(f"re-run: {clean(res.rerun, newlines=False)}")
+    return "\n".join(lines)
+
+
+# -- whole runs ----------------------------------------------------------------------------------
 
 def table_width(records: Sequence[Record]) -> int:
     """Characters the table needs so that no column is cut (measured, not guessed)."""
@@ -243,23 +324,24 @@ def stacked(records: Sequence[Record]) -> list[str]:
 
 
 def render(records: Sequence[Record], console: Any, *, title: str | None = None,
-           repro: Mapping[str, str] | None = None, environment_lines: Iterable[str] = ()) -> None:
+           repro: Mapping[str, str] | None = None, environment_lines: Iterable[str] = (), quiet: bool = False) -> None:
     """Print the table, the details of every non-passing record, and the summary line."""
     for line in environment_lines:
         console.print(line, highlight=False, markup=False)
-    if table_width(records) <= console.width:
-        console.print(table(records, title=title))
-    else:
-        for line in stacked(records):
-            console.print(line, highlight=False, markup=False, soft_wrap=True)
+    shown = [r for r in records if needs_detail(r)] if quiet else list(records)
+    if shown:
+        if table_width(shown) <= console.width:
+            console.print(table(shown, title=title))
+        else:
+            for line in stacked(shown):
+                console.print(line, highlight=False, markup=False, soft_wrap=True)
     for r in records:
         if needs_detail(r):
             console.print()
-            for line in detail_lines(r, repro=(repro or {}).get(str(r.get("check")))):
+            for line in detail_lines(r, repro=(repro or {}).get(r.check)):
                 console.print(line, highlight=False, markup=False, soft_wrap=True)
-    if any(r.get("executed") for r in records):
-        console.print()
-        console.print(summary_line(summarize(list(records))), highlight=False, markup=False)
+    console.print()
+    console.print(summary_line(summarize(list(records))), highlight=False, markup=False)
 
 
 def make_console(file: Any = None, *, width: int | None = None) -> Any:
@@ -275,3 +357,7 @@ def make_console(file: Any = None, *, width: int | None = None) -> Any:
         width = int(os.environ.get("COLUMNS", "160"))
     return Console(file=stream, width=width, force_terminal=is_tty, no_color=not is_tty,
                    highlight=False, emoji=False)
+
+
+__all__ = ["check_report", "detail_lines", "fmt_number", "fmt_value", "make_console", "plural", "render", "row",
+           "table"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import import_module, resources
 
 from ..errors import SpecError
-from ..spec import Check, Probe
+from ..spec import Expectation, Probe
 
 #: suite name -> (data file or module, document); a bare ``gradaudit run`` runs them all.
 BUILTIN = {
@@ -23,7 +23,7 @@ def names() -> list[str]:
     return list(BUILTIN)
 
 
-def load(name: str) -> list[Check | Probe]:
+def load(name: str) -> list[Expectation | Probe]:
     """The checks of the built-in suite *name*."""
     from ..ledger import parse_ledger, parse_text
 
@@ -37,7 +37,7 @@ def load(name: str) -> list[Check | Probe]:
     return list(parse_ledger(parse_text(text, ".toml", where=f"suite {name}"), where=f"suite {name}", suite=name))
 
 
-def _with_suite(check: Check | Probe, name: str) -> Check | Probe:
+def _with_suite(check: Expectation | Probe, name: str) -> Expectation | Probe:
     import dataclasses
 
     return dataclasses.replace(check, suite=name)

@@ -2,7 +2,7 @@
 
 Every expected value below is the lesson's own number, written as data before
 anything runs; the derivation says where it came from. Gradients are checked
-through the three evidence channels (:class:`Check`); everything else the lesson
+through the three evidence channels (:class:`Expectation`); everything else the lesson
 claims — shapes, dtypes, grad_fn names, memory sharing, the regression's numbers,
 the common bugs — is checked as observed facts (:class:`Probe`). Where the lesson's
 own arithmetic is wrong, the check records the claim as an erratum (an expected
@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..spec import Check, InputSpec, Matches, Probe, Tolerance
+from ..spec import Expectation, InputSpec, Matches, Probe
+from ..tolerances import Tolerance
 
 DOC = "seed 004 (lesson)"
 
@@ -368,7 +369,7 @@ def _numpy_bridge() -> dict[str, Any]:
             "from_numpy dtype of a float64 array": str(shared.dtype)}
 
 
-def checks() -> list[Check | Probe]:
+def checks() -> list[Expectation | Probe]:
     """The lesson's checks, in the lesson's order."""
     return [
         Probe("default dtypes, integer gradients and promotion", _dtypes, {
@@ -397,7 +398,7 @@ def checks() -> list[Check | Probe]:
             "from_numpy dtype of a float64 array": "torch.float64"},
             derivation="from_numpy views the array's memory, so a[0] = 5 shows in the tensor; clone copies first",
             source=_src("Bridge to NumPy")),
-        Check(name="hand-derived graph", function=GRAPH, inputs=GRAPH_INPUTS, expected=GRAPH_GRADS,
+        Expectation(name="hand-derived graph", function=GRAPH, inputs=GRAPH_INPUTS, expected=GRAPH_GRADS,
               derivation="z = wx + b = 7, L = (z - t)^2 = 9, dL/dz = 2(z - t) = -6; dL/dw = -6x = -12, "
                          "dL/db = -6, dL/dx = -6w = -18", source=_src("Backward by Hand")),
         Probe("hand-derived graph: values and grad_fn", _graph, {
@@ -419,16 +420,16 @@ def checks() -> list[Check | Probe]:
               expect="fail", expect_why="the lesson divides -0.024 by 2.002, which gives -0.011988; the central "
               "difference divides by 2*eps = 0.002 (see 'finite-difference check of dL/dw'), which gives -12",
               derivation="the document's claim, kept as written", source=_src("Finite-Difference Check")),
-        Check(name="second backward on a fresh loss accumulates", function=GRAPH, inputs=GRAPH_INPUTS,
+        Expectation(name="second backward on a fresh loss accumulates", function=GRAPH, inputs=GRAPH_INPUTS,
               expected=dict(GRAPH_GRADS, w=-24, b=-12, x=-36), methods=["backward"],
               protocol=["forward", "backward", "forward", "backward"],
               derivation="backward adds into .grad: -12 + -12 = -24 for w (and -12 for b, -36 for x)",
               source=_src("Gradients Accumulate")),
-        Check(name="grad.zero_() resets", function=GRAPH, inputs=GRAPH_INPUTS, expected=GRAPH_GRADS,
+        Expectation(name="grad.zero_() resets", function=GRAPH, inputs=GRAPH_INPUTS, expected=GRAPH_GRADS,
               methods=["backward"], protocol=["forward", "backward", "reset_zero", "forward", "backward"],
               derivation="zeroing between passes leaves one pass's gradient: -12, -6, -18",
               source=_src("zero_grad: Reset Between Steps")),
-        Check(name="grad = None resets", function=GRAPH, inputs=GRAPH_INPUTS, expected=GRAPH_GRADS,
+        Expectation(name="grad = None resets", function=GRAPH, inputs=GRAPH_INPUTS, expected=GRAPH_GRADS,
               methods=["backward"], protocol=["forward", "backward", "reset_none", "forward", "backward"],
               derivation="setting .grad to None between passes leaves one pass's gradient: -12, -6, -18",
               source=_src("zero_grad: Reset Between Steps")),
@@ -440,7 +441,7 @@ def checks() -> list[Check | Probe]:
             derivation="zero_ makes the gradient 0 and None removes it; under no_grad nothing is recorded; "
                        "detach keeps the values (shared memory: 3 * 10 = 30 shows in w) without history",
             source=_src("torch.no_grad: Stop Recording / detach: Cut the Graph")),
-        Check(name="custom Function: square", function=custom_square, inputs={"x": 3.0}, expected={"x": 6},
+        Expectation(name="custom Function: square", function=custom_square, inputs={"x": 3.0}, expected={"x": 6},
               derivation="forward y = x^2 saves x; backward returns grad * 2x = 1 * 2 * 3 = 6",
               source=_src("Example: A Custom Square")),
         Probe("custom Function: backward with incoming gradient 1", _custom_backward, {
@@ -448,7 +449,7 @@ def checks() -> list[Check | Probe]:
             derivation="grad * 2x = 1 * 2 * 3 = 6; the output's grad_fn is the Function's own backward node, "
                        "named after the class: SquareBackward",
             source=_src("Example: A Custom Square")),
-        Check(name="linear regression: gradients at w = b = 0", function=REG, inputs=REG_INPUTS,
+        Expectation(name="linear regression: gradients at w = b = 0", function=REG, inputs=REG_INPUTS,
               expected={"w": -17, "b": -8},
               derivation="errors -1, -3, -5, -7; dL/dw = (2/4) sum(err x) = 0.5 * (-34) = -17; "
                          "dL/db = (2/4) sum(err) = 0.5 * (-16) = -8", source=_src("Gradients: Hand and Autograd")),

@@ -1,0 +1,389 @@
+"""The evaluation substrate both check modes (and the ledger's numeric channel) stand on.
+
+A :class:`Problem` is a function, its inputs in evidence precision (float64 unless the function
+refuses it), which inputs are checked and the outputs at the point. On top of it:
+
+- :func:`batched_outputs`: outputs for a batch of values of one input. A batch of at most
+  ``SMALL_BATCH`` items runs as a loop of plain calls on independent tensors; a larger one runs
+  under ``torch.func.vmap`` in chunks, confirmed against plain calls on two rows before it is
+  trusted, and falls back to the loop (saying why) when vmap fails or disagrees. The choice
+  depends on size and capability only, never on a clock.
+- numeric columns: central differences along directions, one-sided far steps, one-sided small
+  steps (slopes, for kinks), and Ridders' extrapolation per element with its error bound;
+- :func:`analytic_rows`: vᵀJ for batches of output weights (autograd).
+
+Exceptions raised by the user's function or backward come out as :class:`EvaluationError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .errors import EvaluationError
+from .numeric import RIDDERS_BASE, RIDDERS_COLUMNS, ridders_tensor
+from .tolerances import ROUNDING_ULPS, STRUCTURE_ULPS
+
+if TYPE_CHECKING:
+    import torch
+
+SMALL_BATCH = 16  # at most this many items: a loop of plain calls (no vmap overhead, independent tensors)
+CHUNK_BYTES = 16 * 2**20  # per batched call: under glibc's mmap threshold (BENCH_ANCHORS); 16 MB measured
+# faster than 32 MB for the MLP at N = 3000 (300 against 510 ms) and no slower for A @ x
+Info = dict[str, Any]
+
+
+@dataclass
+class Problem:
+    """The function, its inputs in evidence precision, and which of them are checked."""
+
+    fn: Callable[..., Any]
+    inputs: list[torch.Tensor]
+    names: list[str]
+    diff: list[int]
+    outputs: list[torch.Tensor] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    item_bytes: int | None = None  # bytes one forward allocates, for chunk sizes
+    vmap: dict[int, bool] = field(default_factory=dict)  # per input: vmap works and agrees (decided once)
+    used: dict[int, list[bool]] = field(default_factory=dict)  # per output: which checked inputs autograd reaches
+    _noise: list[torch.Tensor] | None = None
+
+    def call(self, *xs: torch.Tensor) -> list[torch.Tensor]:
+        """The function's outputs as a list; its exceptions become EvaluationError('function')."""
+        try:
+            out = self.fn(*xs)
+        except EvaluationError:
+            raise
+        except Exception as exc:
+            raise EvaluationError("the function", exc) from exc
+        return list(out) if isinstance(out, (tuple, list)) else [out]
+
+    def with_input(self, j: int, value: torch.Tensor) -> list[torch.Tensor]:
+        xs = list(self.inputs)
+        xs[j] = value
+        return xs
+
+    def f_scale(self, k: int) -> torch.Tensor:
+        """|f| of output k, flat, in float64."""
+        import torch
+
+        return self.outputs[k].detach().abs().reshape(-1).to(torch.float64)
+
+    def noise(self, k: int) -> torch.Tensor:
+        """The rounding of one evaluation of output k, per element (flat, float64): measured once, see
+        :func:`measure_noise`."""
+        if self._noise is None:
+            self._noise = measure_noise(self)
+        return self._noise[k]
+
+
+def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, **kwargs: Any) -> tuple[Any, ...]:
+    """``torch.autograd.grad`` whose exceptions (a backward that raises, or returns a gradient the
+    engine rejects) become EvaluationError('the backward')."""
+    import torch
+
+    try:
+        return torch.autograd.grad(outputs, inputs, grad_outputs, **kwargs)
+    except EvaluationError:
+        raise
+    except Exception as exc:
+        raise EvaluationError("the backward", exc) from exc
+
+
+NOISE_SAMPLES = 4
+
+
+def measure_noise(problem: Problem) -> list[torch.Tensor]:
+    """How much one evaluation of each output element is off by rounding: the largest change of the
+    outputs when every checked input moves by a few ulps (2k eps max(1, |x|), k = 1..4, random signs),
+    and at least ROUNDING_ULPS eps |f|. A sum whose terms cancel rounds like its terms, not like its
+    value; moving the inputs by ulps exposes that (4 evaluations per problem, not per column)."""
+    import torch
+
+    gen = torch.Generator().manual_seed(99)
+    signs = {j: torch.where(torch.rand(problem.inputs[j].shape, generator=gen) < 0.5, -1.0, 1.0).to(torch.float64)
+             for j in problem.diff}
+    spread = [torch.zeros(o.numel(), dtype=torch.float64) for o in problem.outputs]
+    with torch.no_grad():
+        for k in range(1, NOISE_SAMPLES + 1):
+            xs = list(problem.inputs)
+            for j in problem.diff:
+                x = problem.inputs[j]
+                eps = torch.finfo(x.dtype).eps
+                xs[j] = x + (2 * k * eps * signs[j] * x.detach().abs().to(torch.float64).clamp_min(1.0)).to(x.dtype)
+            outs = problem.call(*xs)
+            for i, (o, f0) in enumerate(zip(outs, problem.outputs)):
+                change = (o.detach().reshape(-1).to(torch.float64) - f0.reshape(-1).to(torch.float64)).abs()
+                spread[i] = torch.maximum(spread[i], change.nan_to_num(nan=0.0, posinf=0.0))
+    out = []
+    for o, s in zip(problem.outputs, spread):
+        eps = torch.finfo(o.dtype).eps if o.is_floating_point() else 0.0
+        out.append(torch.maximum(ROUNDING_ULPS * eps * o.detach().abs().reshape(-1).to(torch.float64), s))
+    return out
+
+
+# -- batched evaluation ------------------------------------------------------------------------
+
+def _chunk(problem: Problem) -> int:
+    """Batch items per call so that one call's tensors stay under CHUNK_BYTES."""
+    if problem.item_bytes is None:
+        problem.item_bytes = _bytes_per_call(problem)
+    return max(1, min(4096, CHUNK_BYTES // max(problem.item_bytes, 1)))
+
+
+def _bytes_per_call(problem: Problem) -> int:
+    """Bytes one forward keeps for its backward (its saved tensors) plus its inputs and outputs."""
+    import torch
+
+    total = 8 * (sum(x.numel() for x in problem.inputs) + sum(o.numel() for o in problem.outputs))
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        nonlocal total
+        total += t.numel() * t.element_size()
+        return t
+
+    xs = [x.detach().requires_grad_(i in problem.diff) for i, x in enumerate(problem.inputs)]
+    with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        problem.call(*xs)
+    return int(total)
+
+
+def _loop(problem: Problem, j: int, batch: torch.Tensor) -> list[torch.Tensor]:
+    import torch
+
+    rows = [problem.call(*problem.with_input(j, b.clone())) for b in batch]  # independent tensors, never views
+    return [torch.stack([r[k] for r in rows]) for k in range(len(problem.outputs))]
+
+
+def batched_outputs(problem: Problem, j: int, batch: torch.Tensor, info: Info) -> list[torch.Tensor]:
+    """Outputs for a batch of values of input j (see the module docstring)."""
+    import torch
+
+    n = batch.shape[0]
+    if n <= SMALL_BATCH or problem.vmap.get(j) is False:
+        info.setdefault("evaluation", "loop")
+        return _loop(problem, j, batch)
+    size = _chunk(problem)
+    try:
+        def one(xj: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            return tuple(problem.call(*problem.with_input(j, xj)))
+
+        with torch.no_grad():
+            parts = [torch.func.vmap(one)(batch[s:s + size]) for s in range(0, n, size)]
+        outs = [parts[0][k] if len(parts) == 1 else torch.cat([p[k] for p in parts])
+                for k in range(len(problem.outputs))]
+    except Exception as exc:  # not vmappable (data-dependent control flow, a Function without vmap support, ...)
+        problem.vmap[j] = False
+        info["evaluation"] = "loop"
+        info["vmap_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+        return _loop(problem, j, batch)
+    if j not in problem.vmap:
+        problem.vmap[j] = _confirm(problem, j, batch, outs, info)
+        if not problem.vmap[j]:
+            return _loop(problem, j, batch)
+    info["evaluation"] = "torch.func.vmap"
+    info["largest_chunk"] = max(info.get("largest_chunk", 0), min(size, n))
+    return outs
+
+
+def _confirm(problem: Problem, j: int, batch: torch.Tensor, outs: list[torch.Tensor], info: Info) -> bool:
+    """vmap's first and last rows against plain calls: a batching rule that reads the wrong row
+    (or the same row everywhere) is caught here, and the loop is used instead."""
+    for row in (0, batch.shape[0] - 1):
+        plain = problem.call(*problem.with_input(j, batch[row].clone()))
+        for k, (o, p) in enumerate(zip(outs, plain)):
+            if not _agree(o[row], p):
+                info["evaluation"] = "loop"
+                info["vmap_error"] = (f"vmap's row {row} of output {k} differs from a plain call at the same point; "
+                                      "the batched evaluation is not trusted")
+                return False
+    return True
+
+
+def _agree(got: torch.Tensor, want: torch.Tensor) -> bool:
+    """Equal shapes, NaN at the same places, and values equal to rounding (a batched kernel may sum in
+    another order)."""
+    import torch
+
+    if got.shape != want.shape:
+        return False
+    got, want = got.detach().to(torch.float64), want.detach().to(torch.float64)
+    if not bool((torch.isnan(got) == torch.isnan(want)).all()):
+        return False
+    eps = torch.finfo(want.dtype).eps
+    limit = STRUCTURE_ULPS * eps * float(want.abs().nan_to_num(0.0, 0.0, 0.0).max()) if want.numel() else 0.0
+    return bool(((got - want).abs().nan_to_num(0.0) <= limit).all())
+
+
+# -- numeric columns -------------------------------------------------------------------------
+
+def steps(x: torch.Tensor, base: float | None = None) -> torch.Tensor:
+    """Steps *base* * max(1, |x|) per element (default cbrt(eps), the central-difference optimum), made
+    exactly representable: (x + h) - x."""
+    import torch
+
+    if base is None:
+        base = torch.finfo(x.dtype).eps ** (1 / 3)
+    h = base * x.detach().abs().clamp_min(1.0)
+    taken = (x.detach() + h) - x.detach()
+    return torch.where(taken > 0, taken, h)
+
+
+def numeric_columns(problem: Problem, j: int, directions: torch.Tensor, h: torch.Tensor | float,
+                    info: Info) -> list[torch.Tensor]:
+    """(f(x + h d) - f(x - h d)) / 2h for each direction d (rows of *directions*), per output as
+    (n directions, M_k) in float64; h is a scalar or one step per direction."""
+    import torch
+
+    x = problem.inputs[j].detach()
+    n = directions.shape[0]
+    d = directions.reshape(n, *x.shape).to(x.dtype)
+    hs = torch.as_tensor(h, dtype=x.dtype).reshape(-1, *([1] * x.dim()))
+    with torch.no_grad():
+        outs = batched_outputs(problem, j, torch.cat([x + hs * d, x - hs * d]), info)
+    scale = (2 * torch.as_tensor(h, dtype=torch.float64)).reshape(-1, 1)
+    info["evaluations"] = info.get("evaluations", 0) + 2 * n
+    return [(o[:n] - o[n:]).reshape(n, -1).to(torch.float64) / scale for o in outs]
+
+
+def unit_rows(x: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+    """One-hot directions for the flat indices *cols* of x."""
+    import torch
+
+    unit = torch.zeros(len(cols), x.numel(), dtype=x.dtype)
+    unit[torch.arange(len(cols)), cols] = 1.0
+    return unit
+
+
+def central_columns(problem: Problem, j: int, cols: torch.Tensor, h: torch.Tensor, info: Info) -> list[torch.Tensor]:
+    """Central-difference Jacobian columns *cols* of input j with steps h[cols], per output as (len(cols), M_k)."""
+    return numeric_columns(problem, j, unit_rows(problem.inputs[j], cols), h[cols], info)
+
+
+def far_outputs(problem: Problem, j: int, batch: torch.Tensor, info: Info) -> list[torch.Tensor]:
+    """batched_outputs at points far from x; a function that refuses them raises OutOfDomain and
+    leaves *info* (how the rest is evaluated) as it was."""
+    import torch
+
+    scratch = dict(info)
+    try:
+        with torch.no_grad():
+            outs = batched_outputs(problem, j, batch, scratch)
+    except EvaluationError as exc:
+        raise OutOfDomain(str(exc)) from exc
+    info.update(scratch)
+    return outs
+
+
+class OutOfDomain(Exception):
+    """The function raised at a point one large step away: use small central steps instead."""
+
+
+def forward_columns(problem: Problem, j: int, cols: torch.Tensor, step: torch.Tensor, info: Info) -> list[torch.Tensor]:
+    """(f(x + s_c e_c) - f(x)) / s_c for columns *cols*, per output: (M_k, len(cols)) matrices."""
+    import torch
+
+    x = problem.inputs[j].detach()
+    batch = x.reshape(1, -1).repeat(len(cols), 1)
+    rows = torch.arange(len(cols))
+    batch[rows, cols] += step
+    outs = far_outputs(problem, j, batch.reshape(len(cols), *x.shape), info)
+    info["evaluations"] = info.get("evaluations", 0) + len(cols)
+    inverse = 1.0 / step.reshape(-1, 1).to(torch.float64)
+    # contiguous: an output that ignores input j comes back from vmap expanded, not writable in place
+    return [o.reshape(len(cols), -1).to(torch.float64).contiguous().sub_(f0.reshape(1, -1).to(torch.float64))
+            .mul_(inverse).T for o, f0 in zip(outs, problem.outputs)]
+
+
+def slopes(problem: Problem, j: int, cols: torch.Tensor, info: Info) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """One-sided slopes (left, right) of every output along columns *cols*, with steps
+    sqrt(eps) * max(1, |x|): per output, two (len(cols), M_k) tensors. They differ at a kink."""
+    import torch
+
+    x = problem.inputs[j].detach()
+    s = steps(x, torch.finfo(x.dtype).eps ** 0.5).reshape(-1)[cols]
+    unit = unit_rows(x, cols).reshape(len(cols), *x.shape)
+    hs = s.reshape(-1, *([1] * x.dim()))
+    with torch.no_grad():
+        outs = batched_outputs(problem, j, torch.cat([x + hs * unit, x - hs * unit]), info)
+    info["evaluations"] = info.get("evaluations", 0) + 2 * len(cols)
+    n = len(cols)
+    inv = 1.0 / s.reshape(-1, 1).to(torch.float64)
+    result = []
+    for o, f0 in zip(outs, problem.outputs):
+        o = o.reshape(2 * n, -1).to(torch.float64)
+        f0 = f0.reshape(1, -1).to(torch.float64)
+        result.append(((f0 - o[n:]) * inv, (o[:n] - f0) * inv))
+    return result
+
+
+def ridders_columns(problem: Problem, j: int, cols: torch.Tensor, info: Info, *, base: float = RIDDERS_BASE,
+                    columns: int = RIDDERS_COLUMNS) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Ridders' extrapolation per Jacobian entry of columns *cols* of input j, from central differences
+    at steps h0 / 2^k (h0 = base * max(1, |x|)): per output, (value, error bound) as (len(cols), M_k).
+
+    The bound is the tableau's own error estimate plus the rounding of the last quotient used,
+    noise / h (see :func:`measure_noise`). Steps where the function is not finite are dropped per entry.
+    """
+    import torch
+
+    x = problem.inputs[j]
+    h0 = steps(x, base).reshape(-1)[cols]
+    hs = torch.stack([h0 / 2**k for k in range(columns)])  # (K, w), exact: powers of two
+    unit = unit_rows(x, cols)
+    per_step = [numeric_columns(problem, j, unit, hs[k], info) for k in range(columns)]
+    out = []
+    for kk in range(len(problem.outputs)):
+        d = torch.stack([per_step[k][kk] for k in range(columns)])  # (K, w, M)
+        value, err, used = ridders_tensor(d)
+        h_used = _step_of(hs, used)
+        out.append((value, err + problem.noise(kk).reshape(1, -1) / h_used))
+    return out
+
+
+def _step_of(hs: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
+    """The step (per column) of the tableau index *used* (per entry, shape (w, M))."""
+    k = used.clamp_max(hs.shape[0] - 1)
+    return hs.T.gather(1, k)  # hs.T: (w, K); k: (w, M) -> (w, M)
+
+
+# -- analytic rows -----------------------------------------------------------------------------
+
+def analytic_rows(problem: Problem, k: int, weights: torch.Tensor, info: Info) -> list[torch.Tensor | None]:
+    """vᵀJ for each v in *weights* (rows, shape (B, M_k)), per checked input, as (B, N_i) in float64;
+    None where autograd gives no gradient (the output does not use the input).
+
+    Up to SMALL_BATCH rows: plain ``autograd.grad`` per row; more: ``autograd.grad`` with batched
+    grad_outputs (vmap over the backward), then a loop if that fails. The record says which ran.
+    """
+    import torch
+
+    out_shape = problem.outputs[k].shape
+    cot = weights.reshape(weights.shape[0], *out_shape).to(problem.outputs[k].dtype)
+    xs = [x.detach().requires_grad_(i in problem.diff) for i, x in enumerate(problem.inputs)]
+    with torch.enable_grad():
+        out = problem.call(*xs)[k]
+    wrt = [xs[i] for i in problem.diff]
+    if not out.requires_grad:
+        return [None] * len(wrt)
+    if k not in problem.used:  # functorch returns zeros, never None, for an unused input: ask autograd once
+        problem.used[k] = [g is not None for g in grad(out, wrt, torch.ones_like(out), allow_unused=True,
+                                                         retain_graph=True)]
+    used = problem.used[k]
+    if weights.shape[0] > SMALL_BATCH and "batched_grad_error" not in info:
+        try:
+            got = torch.autograd.grad(out, wrt, cot, is_grads_batched=True, allow_unused=True, retain_graph=True)
+            info["analytic"] = "autograd.grad, batched grad_outputs"
+            return [g.reshape(weights.shape[0], -1).to(torch.float64) if u and g is not None else None
+                    for g, u in zip(got, used)]
+        except Exception as exc:  # no batching rule for some backward: a loop of plain calls
+            info["batched_grad_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+    info.setdefault("analytic", "autograd.grad per row")
+    rows: list[list[torch.Tensor]] = [[] for _ in wrt]
+    for b in range(weights.shape[0]):
+        got = grad(out, wrt, cot[b], retain_graph=True, allow_unused=True)
+        for i, g in enumerate(got):
+            rows[i].append(torch.zeros(wrt[i].numel(), dtype=torch.float64) if g is None
+                           else g.reshape(-1).to(torch.float64))
+    return [torch.stack(rows[i]) if used[i] else None for i in range(len(wrt))]

@@ -1,0 +1,178 @@
+"""Findings: every judged comparison of one checked input, kept as tensors until a report needs
+them, with exact counts. Both check modes fill them; records and ``result.mismatches`` read them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from . import judge as J
+from .record import Allowance, Comparison, Discrepancy, Location
+
+if TYPE_CHECKING:
+    import torch
+
+
+def unravel(flat_index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The multi-index of a flat (row-major) index.
+
+    >>> unravel(5, (2, 3))
+    (1, 2)
+    """
+    out = []
+    for size in reversed(shape):
+        out.append(flat_index % size)
+        flat_index //= size
+    return tuple(reversed(out))
+
+
+@dataclass
+class Part:
+    """The non-passing comparisons of one judged block: flat positions and their terms."""
+
+    output: int | None
+    rows: torch.Tensor  # output element (flat), or -1
+    cols: torch.Tensor  # input element (flat), or -1
+    observed: torch.Tensor
+    reference: torch.Tensor
+    verdict: torch.Tensor
+    reason: torch.Tensor
+    rtol_term: torch.Tensor
+    evidence: torch.Tensor
+    allowed: torch.Tensor
+    left: torch.Tensor | None = None
+    right: torch.Tensor | None = None
+    kind: str | None = None
+    note: str = ""
+    atol: float = 0.0
+
+
+@dataclass
+class Findings:
+    """Everything judged for one checked input: exact counts, the greatest difference, and the
+    comparisons that did not pass (as tensors; :meth:`comparisons` builds the objects)."""
+
+    input: int
+    name: str
+    shape: tuple[int, ...]
+    out_shapes: list[tuple[int, ...]]
+    reference_kind: str = "numeric"
+    total: int = 0
+    failed: int = 0
+    inconclusive: int = 0
+    exact: bool = True
+    why_inexact: str | None = None
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    at: Location | None = None
+    parts: list[Part] = field(default_factory=list)
+    extra: list[Comparison] = field(default_factory=list)  # input-level comparisons (metadata, projections)
+
+    def location(self, output: int | None, row: int, col: int) -> Location:
+        element = unravel(col, self.shape) if col >= 0 else None
+        out_el = unravel(row, self.out_shapes[output]) if output is not None and row >= 0 else None
+        return Location(self.name, element, output, out_el)
+
+    def add(self, judged: J.Judged, observed: torch.Tensor, reference: torch.Tensor, *, output: int | None,
+            rows: torch.Tensor, cols: torch.Tensor, slopes: tuple[torch.Tensor, torch.Tensor] | None = None,
+            kind: str | None = None, note: str = "") -> None:
+        """Count a judged block (entries at flat (rows, cols), any shapes that broadcast) and keep
+        what did not pass."""
+        import torch
+
+        verdict = judged.verdict.reshape(-1)
+        rows = rows.expand(judged.verdict.shape).reshape(-1)
+        cols = cols.expand(judged.verdict.shape).reshape(-1)
+        self.total += int(verdict.numel())
+        self.failed += int((verdict == J.FAIL).sum())
+        self.inconclusive += int((verdict == J.INCONCLUSIVE).sum())
+        diff = judged.diff.reshape(-1)
+        if diff.numel():
+            at = int(diff.argmax())
+            if float(diff[at]) > self.max_abs or self.at is None:
+                self.max_abs = float(diff[at])
+                self.at = self.location(output, int(rows[at]), int(cols[at]))
+            ref = reference.detach().to(torch.float64).expand_as(judged.verdict).reshape(-1).abs()
+            rel = torch.where(diff == 0, torch.zeros_like(diff), diff / ref)
+            self.max_rel = max(self.max_rel, float(rel.nan_to_num(nan=math.inf).max()))
+        # what did not pass, and passes worth a word (a kink resolved by a declared convention)
+        keep = ((verdict != J.PASS) | (judged.reason.reshape(-1) == J.CONVENTION)).nonzero().flatten()
+        if not keep.numel():
+            return
+
+        def pick(t: torch.Tensor) -> torch.Tensor:
+            return t.expand_as(judged.verdict).reshape(-1)[keep]
+
+        left = right = None
+        if slopes is not None:
+            left, right = pick(slopes[0].to(torch.float64)), pick(slopes[1].to(torch.float64))
+        self.parts.append(Part(output, rows[keep], cols[keep], pick(observed.detach().to(torch.float64)),
+                               pick(reference.detach().to(torch.float64)), verdict[keep], pick(judged.reason),
+                               pick(judged.rtol_term), pick(judged.evidence), pick(judged.allowed), left, right,
+                               kind, note, judged.atol))
+
+    def drop_columns(self, cols: torch.Tensor) -> None:
+        """Forget what was judged for input elements *cols* (they are being judged again)."""
+        import torch
+
+        for part in self.parts:
+            keep = ~torch.isin(part.cols, cols)
+            for name in ("rows", "cols", "observed", "reference", "verdict", "reason", "rtol_term", "evidence",
+                         "allowed", "left", "right"):
+                value = getattr(part, name)
+                if value is not None:
+                    setattr(part, name, value[keep])
+
+    @property
+    def verdict(self) -> str:
+        if self.failed or any(c.verdict == "fail" for c in self.extra):
+            return "fail"
+        if self.inconclusive or any(c.verdict == "inconclusive" for c in self.extra):
+            return "inconclusive"
+        return "pass"
+
+    def comparisons(self, limit: int | None = None) -> list[Comparison]:
+        """The comparisons that did not pass, worst first: failures before inconclusive ones, larger
+        differences first; input-level ones (metadata, projections) lead."""
+        import torch
+
+        out = list(self.extra)
+        if not self.parts:
+            return out[:limit] if limit is not None else out
+        verdict = torch.cat([p.verdict for p in self.parts])
+        diff = torch.cat([(p.observed - p.reference).abs().nan_to_num(nan=math.inf) for p in self.parts])
+        # fails first (larger differences first), then inconclusive ones, then noteworthy passes
+        key = torch.where(verdict == J.FAIL, diff.clamp_min(0) + 1.0,
+                          torch.where(verdict == J.INCONCLUSIVE, -1.0 / (1.0 + diff), -2.0 + -1.0 / (1.0 + diff)))
+        order = torch.argsort(key, descending=True, stable=True)
+        if limit is not None:
+            order = order[: max(0, limit - len(out))]
+        sizes = [len(p.verdict) for p in self.parts]
+        starts = [sum(sizes[:i]) for i in range(len(sizes))]
+        for flat in order.tolist():
+            i = max(k for k, s in enumerate(starts) if s <= flat)
+            out.append(self._comparison(self.parts[i], flat - starts[i]))
+        return out
+
+    def _comparison(self, p: Part, i: int) -> Comparison:
+        obs, ref = float(p.observed[i]), float(p.reference[i])
+        slopes = None
+        if p.left is not None and p.right is not None:
+            pair = (float(p.left[i]), float(p.right[i]))
+            slopes = pair if all(math.isfinite(v) for v in pair) else None
+        code = int(p.reason[i])
+        reason = J.reason_text(code, obs, ref, slopes, reference_kind=self.reference_kind)
+        if p.note:
+            reason = f"{reason}; {p.note}" if reason else p.note
+        allowance = Allowance(p.atol, float(p.rtol_term[i]), float(p.evidence[i]), float(p.allowed[i]))
+        kind = p.kind if p.kind and code in (J.OUTSIDE, J.OK) else J.KINDS[code]
+        return Comparison(self.location(p.output, int(p.rows[i]), int(p.cols[i])), ref, obs, allowance,
+                          J.NAMES[int(p.verdict[i])], kind, reason, self.reference_kind, slopes)
+
+    def discrepancy(self, keep: int) -> Discrepancy:
+        return Discrepancy(self.total, self.failed + sum(c.verdict == "fail" for c in self.extra),
+                           self.inconclusive + sum(c.verdict == "inconclusive" for c in self.extra),
+                           self.exact, self.why_inexact, self.max_abs, self.max_rel, self.at,
+                           tuple(self.comparisons(keep)))

@@ -1,0 +1,375 @@
+"""Full mode: every Jacobian entry of a function's backward judged and located.
+
+Two stages, the same principle as the directional check's: a quick stage can only accept.
+
+1. **Quick stage** (per column): central differences with h = cbrt(eps) max(1, |x|), batched; or
+   column groups when the Jacobian is diagonal or banded (a probe column bounds the band; each band
+   is verified with two random draws, never assumed); or one-sided differences with steps
+   max(1, |x|) when the function is verified affine in the input. An entry is accepted when
+   autograd agrees to within the tolerance plus the rounding bound of that difference.
+2. **Final stage**: every column holding an entry the quick stage did not accept — and every
+   column of an input whose directional confirmation (Ridders along a random direction, run in
+   every mode) disagrees — is judged with Ridders' extrapolation per entry, whose error estimate
+   enters the allowance, and with one-sided slopes that expose kinks and discontinuities.
+
+The analytic side is autograd's vᵀJ in row chunks with randomly scaled, non-unit ``grad_outputs``,
+so a backward that ignores ``grad_output`` cannot pass. Memory: autograd's Jacobian (8 M N bytes)
+plus one chunk of numeric columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from . import judge as J
+from .evaluate import (
+    SMALL_BATCH,
+    Info,
+    OutOfDomain,
+    Problem,
+    _chunk,
+    analytic_rows,
+    central_columns,
+    forward_columns,
+    numeric_columns,
+    ridders_columns,
+    slopes,
+    steps,
+)
+from .findings import Findings
+from .tolerances import STRUCTURE_ULPS, ToleranceUsed
+
+if TYPE_CHECKING:
+    import torch
+
+#: analytic columns of (input j, output k) for flat input indices: (M_k, len(cols)), or None (no gradient)
+Columns = Callable[[int, int, "torch.Tensor"], "torch.Tensor | None"]
+
+
+@dataclass
+class Quick:
+    """The quick stage's numeric columns [a, b) of input j, per output, and their rounding bounds."""
+
+    values: list[torch.Tensor]  # (M_k, b - a)
+    rounding: list[torch.Tensor]  # broadcastable to (M_k, b - a)
+
+
+def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
+         confirm: Callable[[int], bool]) -> dict[int, Findings]:
+    """Judge every Jacobian entry; *confirm(j)* runs the directional confirmation for input j and
+    says whether it disagreed (then every column of j is judged in the final stage)."""
+    found = {j: Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
+                         [tuple(o.shape) for o in problem.outputs]) for j in problem.diff}
+    banded = _banded(problem, gen, info) if len(problem.diff) == 1 and len(problem.outputs) == 1 else None
+    analytic = {} if banded is not None else _analytic(problem, gen, info)
+    for j in problem.diff:
+        suspect = _quick(problem, j, analytic, banded, tol, found[j], info)
+        if confirm(j) and not len(suspect):
+            import torch
+
+            suspect = torch.arange(problem.inputs[j].numel())
+            info["confirmation"] = "the directional confirmation disagreed: every column judged by Ridders"
+        if len(suspect):
+            _final(problem, j, suspect, analytic, banded, tol, found[j], info)
+    return found
+
+
+def _scale(problem: Problem, j: int, k: int, cols: torch.Tensor) -> torch.Tensor:
+    """max(1, |f_r|) / max(1, |x_c|): the natural size of entry (r, c), against which an error
+    bound is "too large"; (M_k, len(cols))."""
+    import torch
+
+    x = problem.inputs[j].detach().reshape(-1)[cols].abs().to(torch.float64).clamp_min(1.0)
+    return problem.f_scale(k).clamp_min(1.0).reshape(-1, 1) / x.reshape(1, -1)
+
+
+def _precision(problem: Problem, j: int) -> str:
+    return str(problem.inputs[j].dtype).removeprefix("torch.")
+
+
+def _rounding(problem: Problem, k: int, h: torch.Tensor) -> torch.Tensor:
+    """Rounding bound of a difference quotient with steps h (per column): the measured rounding of one
+    evaluation per output element (see evaluate.measure_noise), divided by h."""
+    return problem.noise(k).reshape(-1, 1) / h.reshape(1, -1)
+
+
+# -- analytic side ---------------------------------------------------------------------------------
+
+def _analytic(problem: Problem, gen: torch.Generator, info: Info) -> dict[tuple[int, int], torch.Tensor | None]:
+    """autograd's Jacobian per (input, output), from row chunks of randomly scaled one-hot weights."""
+    import torch
+
+    analytic: dict[tuple[int, int], torch.Tensor | None] = {}
+    for k, out in enumerate(problem.outputs):
+        m = out.numel()
+        if m == 0:  # an empty output has an empty Jacobian: nothing to compare
+            analytic.update({(j, k): torch.zeros(0, problem.inputs[j].numel(), dtype=torch.float64)
+                             for j in problem.diff})
+            continue
+        c = 0.5 + torch.rand(m, generator=gen, dtype=torch.float64)  # non-unit: a backward must use grad_output
+        height = max(1, _chunk(problem))
+        for a in range(0, m, height):
+            b = min(m, a + height)
+            weights = torch.zeros(b - a, m, dtype=torch.float64)
+            weights[torch.arange(b - a), torch.arange(a, b)] = c[a:b]
+            rows = analytic_rows(problem, k, weights, info)
+            for pos, j in enumerate(problem.diff):
+                row = rows[pos]
+                if row is None:
+                    analytic[j, k] = None
+                    continue
+                if b - a == m:
+                    analytic[j, k] = row.contiguous().div_(c.reshape(-1, 1))
+                    continue
+                if (j, k) not in analytic:
+                    analytic[j, k] = torch.empty(m, row.shape[1], dtype=torch.float64)
+                target = analytic[j, k]
+                if target is not None:
+                    torch.div(row, c[a:b].reshape(-1, 1), out=target[a:b])
+        info["backward_rows"] = info.get("backward_rows", 0) + m
+    return analytic
+
+
+def _columns(analytic: dict[tuple[int, int], torch.Tensor | None], banded: Band | None, j: int, k: int,
+             cols: torch.Tensor) -> torch.Tensor | None:
+    """autograd's columns *cols* of block (j, k) as (M_k, len(cols)); None where autograd gives None."""
+    import torch
+
+    if banded is not None:
+        dense = torch.zeros(banded.m, len(cols), dtype=torch.float64)
+        pos = {int(c): i for i, c in enumerate(cols.tolist())}
+        keep = torch.tensor([int(c) in pos for c in banded.cols.tolist()], dtype=torch.bool)
+        where = torch.tensor([pos[int(c)] for c in banded.cols[keep].tolist()], dtype=torch.long)
+        if banded.analytic is None:
+            return None
+        dense[banded.rows[keep], where] = banded.analytic[keep]
+        return dense
+    block = analytic.get((j, k))
+    return None if block is None else block[:, cols]
+
+
+# -- quick stage ---------------------------------------------------------------------------------
+
+def _quick(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None], banded: Band | None,
+           tol: ToleranceUsed, found: Findings, info: Info) -> torch.Tensor:
+    """Judge every entry of input j by the quick stage; return the columns it did not accept."""
+    import torch
+
+    n = problem.inputs[j].numel()
+    suspect: list[torch.Tensor] = []
+    if banded is not None:
+        suspect.append(_quick_band(problem, j, banded, tol, found))
+        return torch.unique(torch.cat(suspect))
+    x = problem.inputs[j]
+    h = steps(x).reshape(-1)
+    affine = n > SMALL_BATCH and _affine(problem, j, info)
+    step = steps(x, 1.0).reshape(-1) if affine else h
+    width = max(1, _chunk(problem) // (1 if affine else 2))
+    for a in range(0, n, width):
+        cols = torch.arange(a, min(n, a + width))
+        numeric = None
+        if affine:
+            try:
+                numeric = forward_columns(problem, j, cols, step[cols], info)
+                used = step[cols]
+            except OutOfDomain:  # a step of max(1, |x|) left the function's domain: central from here on
+                affine = False
+                info["numeric"] += (f"; '{problem.names[j]}' from column {a} on: central differences "
+                                    "(a step left the function's domain)")
+        if numeric is None:
+            numeric = [col.T for col in central_columns(problem, j, cols, h, info)]
+            used = h[cols]
+        for k, num in enumerate(numeric):
+            ana = _columns(analytic, None, j, k, cols)
+            obs = torch.zeros_like(num) if ana is None else ana
+            judged = J.judge(obs, num, tol, reference_bound=_rounding(problem, k, used),
+                             scale=_scale(problem, j, k, cols), precision=_precision(problem, j))
+            bad = judged.verdict != J.PASS
+            if bool(bad.any()):
+                suspect.append(cols[bad.any(0)])
+            clean = ~bad.any(0)
+            if bool(clean.any()):
+                rows = torch.arange(num.shape[0]).reshape(-1, 1)
+                found.add(_select(judged, clean), obs[:, clean], num[:, clean], output=k, rows=rows,
+                          cols=cols[clean].reshape(1, -1))
+    return torch.unique(torch.cat(suspect)) if suspect else torch.zeros(0, dtype=torch.long)
+
+
+def _select(judged: J.Judged, clean: torch.Tensor) -> J.Judged:
+    """The judged columns *clean* of a (M, w) block."""
+    return J.Judged(judged.verdict[:, clean], judged.reason[:, clean], judged.diff[:, clean], judged.atol,
+                    judged.rtol_term[:, clean], judged.evidence[:, clean], judged.allowed[:, clean])
+
+
+def _affine(problem: Problem, j: int, info: Info) -> bool:
+    """Whether every output is affine in input j across steps of max(1, |x|): along two fixed
+    pseudo-random directions u, f(x + u) - f(x) must equal 2 (f(x + u/2) - f(x)) to rounding.
+
+    A curved (or kinked) function fails this almost surely; one whose curvature hides below
+    rounding has one-sided differences accurate to rounding too. Entries that then disagree with
+    autograd are judged again by Ridders, so a wrong guess cannot fail a check.
+    """
+    import torch
+
+    x = problem.inputs[j]
+    size = x.detach().abs().clamp_min(1.0)
+    gen = torch.Generator().manual_seed(1234)  # its own stream: the verdict never depends on this draw
+    us = [(2 * torch.rand(x.shape, generator=gen, dtype=torch.float64) - 1).to(x.dtype) * size for _ in range(2)]
+    info["evaluations"] = info.get("evaluations", 0) + 4
+    try:
+        from .evaluate import far_outputs
+
+        outs = far_outputs(problem, j, torch.stack([x + us[0], x + us[0] / 2, x + us[1], x + us[1] / 2]), info)
+    except OutOfDomain:  # e.g. a domain check: such a function gets central differences with small steps
+        return False
+    eps = torch.finfo(x.dtype).eps
+    moved = False
+    for o, f0 in zip(outs, problem.outputs):
+        if o.numel() == 0:
+            continue
+        o = o.reshape(4, -1).to(torch.float64)
+        f0 = f0.reshape(-1).to(torch.float64)
+        for far, half in ((o[0], o[1]), (o[2], o[3])):
+            bend = (far - 2 * half + f0).abs()
+            if not bool((bend <= STRUCTURE_ULPS * eps * (far.abs().max() + 2 * half.abs().max()
+                                                         + f0.abs().max())).all()):
+                return False
+            moved = moved or bool((far != f0).any())
+    if not moved:
+        return False  # constant along both directions (a step function, or unused): no evidence of affinity
+    name = problem.names[j]
+    info["numeric"] = (f"affine in '{name}' (verified along two directions): one-sided differences with steps "
+                       "max(1, |x|), exact to rounding; entries that disagree judged again by Ridders"
+                       if "numeric" not in info else info["numeric"] + f"; also affine in '{name}'")
+    return True
+
+
+# -- banded Jacobians ------------------------------------------------------------------------------
+
+@dataclass
+class Band:
+    """A verified band of the Jacobian of the single output w.r.t. the single checked input: values at
+    (rows, cols) on both sides; every other entry is zero on both sides."""
+
+    m: int
+    rows: torch.Tensor
+    cols: torch.Tensor
+    analytic: torch.Tensor | None
+    numeric: torch.Tensor
+    h: float
+    structure: str
+
+
+def _banded(problem: Problem, gen: torch.Generator, info: Info) -> Band | None:
+    """Try a diagonal, then bands of half-width 1, 2, 4, 8: column groups c mod (2b+1).
+
+    Each hypothesis is tested twice with independent random weights on both sides; it is accepted
+    only when both draws agree on both sides. Cost: 4(2b+1) evaluations and 2(2b+1) backward rows
+    per hypothesis, instead of 2N and N.
+    """
+    import torch
+
+    j, k = problem.diff[0], 0
+    x, out = problem.inputs[j], problem.outputs[0]
+    n, m = x.numel(), out.numel()
+    if n != m or n < 16:
+        return None
+    h = steps(x).reshape(-1)
+    hmin = h.min()
+    eps = torch.finfo(x.dtype).eps
+    f_scale = problem.f_scale(0).clamp_min(1.0)
+    idx = torch.arange(n)
+    reach = _reach(problem, j, h, f_scale, info)
+    for b in (0, 1, 2, 4, 8):
+        if b < reach:
+            continue  # the probe column reaches farther than this band
+        width = 2 * b + 1
+        if width * 8 > n or reach > 8:
+            break
+        cc = idx.repeat(width) + torch.arange(-b, b + 1).repeat_interleave(n)  # entry (r, r + off), by offset
+        rr = idx.repeat(width)
+        keep = (cc >= 0) & (cc < n)
+        rr, cc = rr[keep], cc[keep]
+        draws = []
+        for _ in range(2):
+            w_num = 0.5 + torch.rand(n, generator=gen, dtype=torch.float64)
+            w_ana = 0.5 + torch.rand(n, generator=gen, dtype=torch.float64)
+            groups = torch.zeros(2, width, n, dtype=torch.float64)  # column c in group c mod width
+            groups[0, idx % width, idx] = w_num
+            groups[1, idx % width, idx] = w_ana
+            comp = numeric_columns(problem, j, groups[0], hmin, info)[0]  # (width, M)
+            rows = analytic_rows(problem, k, groups[1], info)[0]
+            info["backward_rows"] = info.get("backward_rows", 0) + width
+            draws.append((comp[cc % width, rr] / w_num[cc],  # row r of the group holding column c
+                          None if rows is None else rows[rr % width, cc] / w_ana[rr]))
+        (n1, a1), (n2, a2) = draws
+        noise = STRUCTURE_ULPS * eps * f_scale[rr] / float(hmin) + 1e-7 * n1.abs()
+        if not bool(((n1 - n2).abs() <= noise).all()):
+            continue  # the true Jacobian is not in this band
+        if (a1 is None) != (a2 is None) or (a1 is not None and a2 is not None
+                                           and not bool(((a1 - a2).abs() <= STRUCTURE_ULPS * eps * (1 + a1.abs()))
+                                                        .all())):
+            return None  # autograd's Jacobian leaves the band: locate it with the dense check
+        name = "diagonal" if b == 0 else f"banded (half-width {b})"
+        info["structure"] = f"{name}: {width} column group(s), verified with two random draws"
+        return Band(m, rr, cc, a1, n1, float(hmin), name)
+    return None
+
+
+def _reach(problem: Problem, j: int, h: torch.Tensor, f_scale: torch.Tensor, info: Info) -> int:
+    """How far from the diagonal a probe column (the middle one) has non-zeros beyond rounding:
+    no narrower band can hold the Jacobian, so a dense one skips the band hypotheses."""
+    import torch
+
+    x = problem.inputs[j]
+    probe = x.numel() // 2
+    col = central_columns(problem, j, torch.tensor([probe]), h, info)[0][0]  # (M,)
+    significant = (col.abs() > STRUCTURE_ULPS * torch.finfo(x.dtype).eps * f_scale / h[probe]).nonzero().flatten()
+    return int((significant - probe).abs().max()) if significant.numel() else 0
+
+
+def _quick_band(problem: Problem, j: int, band: Band, tol: ToleranceUsed, found: Findings) -> torch.Tensor:
+    """Judge the band's entries (every other entry is zero on both sides: counted as agreeing)."""
+    import torch
+
+    n = problem.inputs[j].numel()
+    obs = torch.zeros_like(band.numeric) if band.analytic is None else band.analytic
+    rounding = _rounding(problem, 0, torch.tensor([band.h], dtype=torch.float64)).reshape(-1)[band.rows]
+    scale = (problem.f_scale(0).clamp_min(1.0)[band.rows]
+             / problem.inputs[j].detach().reshape(-1).abs().to(torch.float64).clamp_min(1.0)[band.cols])
+    judged = J.judge(obs, band.numeric, tol, reference_bound=rounding, scale=scale, precision=_precision(problem, j))
+    bad = judged.verdict != J.PASS
+    suspect = torch.unique(band.cols[bad])
+    clean = ~torch.isin(band.cols, suspect)
+    found.add(J.Judged(judged.verdict[clean], judged.reason[clean], judged.diff[clean], judged.atol,
+                       judged.rtol_term[clean], judged.evidence[clean], judged.allowed[clean]),
+              obs[clean], band.numeric[clean], output=0, rows=band.rows[clean], cols=band.cols[clean])
+    # the entries outside the band agree (zero on both sides, verified twice), except in suspect columns
+    found.total += (n - len(suspect)) * band.m - int(clean.sum())
+    return suspect
+
+
+# -- final stage ---------------------------------------------------------------------------------
+
+def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[int, int], torch.Tensor | None],
+           banded: Band | None, tol: ToleranceUsed, found: Findings, info: Info) -> None:
+    """Judge every entry of columns *cols* of input j with Ridders per entry and one-sided slopes."""
+    import torch
+
+    width = max(1, _chunk(problem) // 12)
+    info["ridders_columns"] = info.get("ridders_columns", 0) + len(cols)
+    for a in range(0, len(cols), width):
+        part = cols[a:a + width]
+        refined = ridders_columns(problem, j, part, info)
+        sides = slopes(problem, j, part, info)
+        for k, ((value, bound), (left, right)) in enumerate(zip(refined, sides)):
+            ana = _columns(analytic, banded, j, k, part)
+            obs = torch.zeros_like(value.T) if ana is None else ana
+            judged = J.judge(obs, value.T, tol, reference_bound=bound.T, scale=_scale(problem, j, k, part),
+                             slopes=(left.T, right.T), precision=_precision(problem, j))
+            found.add(judged, obs, value.T, output=k, rows=torch.arange(value.shape[1]).reshape(-1, 1),
+                      cols=part.reshape(1, -1), slopes=(left.T, right.T),
+                      kind="none-gradient" if ana is None else None,
+                      note="autograd gives None for this input" if ana is None else "")

@@ -1,0 +1,138 @@
+"""A function's name as its user knows it, its source, and an expression that re-runs it.
+
+>>> import torch
+>>> describe(torch.sin).name, describe(torch.nn.functional.softplus).paste
+('torch.sin', 'torch.nn.functional.softplus')
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+TORCH_NAMESPACES = ("torch", "torch.nn.functional", "torch.linalg", "torch.special", "torch.fft")
+INLINE = 8  # inputs with at most this many elements are written into the re-run line
+
+
+@dataclass(frozen=True)
+class Described:
+    name: str  # for reports: MyFunction.apply, torch.sin, module.fn
+    source: str  # the source text (the class of an autograd.Function), or the name
+    paste: str | None  # an expression that evaluates to the function, where there is one
+    where: str | None  # file:line, where known
+
+
+def describe(fn: Any) -> Described:
+    """How to name *fn* in reports and re-run lines."""
+    if isinstance(fn, functools.partial):
+        inner = describe(fn.func)
+        return Described(f"partial({inner.name})", inner.source, None, inner.where)
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, type) and getattr(fn, "__name__", "") == "apply":
+        import torch
+
+        if issubclass(owner, torch.autograd.Function):  # MyFunction.apply: name and source of the class
+            return Described(f"{owner.__qualname__}.apply", _source(owner), _importable(owner, ".apply"),
+                             _where(owner))
+    torch_name = _torch_name(fn)
+    if torch_name:
+        return Described(torch_name, torch_name, torch_name, None)
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+    if "<lambda>" in name:
+        where = _where(fn)
+        return Described("<lambda>" + (f" at {where}" if where else ""), _source(fn), None, where)
+    if not callable(fn) or not hasattr(fn, "__qualname__"):  # a callable object, e.g. an nn.Module
+        cls = type(fn)
+        return Described(cls.__qualname__, _source(cls), None, _where(cls))
+    return Described(name, _source(fn), _importable(fn, ""), _where(fn))
+
+
+def _torch_name(fn: Any) -> str | None:
+    import sys
+
+    name = getattr(fn, "__name__", None)
+    if not name:
+        return None
+    for space in TORCH_NAMESPACES:
+        module = sys.modules.get(space)
+        if module is not None and getattr(module, name, None) is fn:
+            return f"{space}.{name}"
+    return None
+
+
+def _importable(obj: Any, suffix: str) -> str | None:
+    qual, module = getattr(obj, "__qualname__", ""), getattr(obj, "__module__", None)
+    if not module or "<locals>" in qual or "<" in qual:
+        return None
+    return f"{qual}{suffix}" if module == "__main__" else f"{module}.{qual}{suffix}"
+
+
+def _where(obj: Any) -> str | None:
+    try:
+        path = inspect.getsourcefile(obj)
+        line = inspect.getsourcelines(obj)[1]
+    except (OSError, TypeError):
+        return None
+    if not path:
+        return None
+    import os
+
+    return f"{os.path.basename(path)}:{line}"
+
+
+@functools.lru_cache(maxsize=512)
+def _source_cached(obj: Any) -> str:
+    return inspect.getsource(obj).strip()
+
+
+def _source(obj: Any) -> str:
+    """The source text of *obj* (read once per object), or its name."""
+    try:
+        return _source_cached(obj)
+    except (OSError, TypeError):
+        return getattr(obj, "__qualname__", repr(obj))
+
+
+def tensor_literal(t: torch.Tensor) -> str | None:
+    """A pasteable expression for a small tensor (None when it is too large or not plain)."""
+    import torch
+
+    if t.numel() > INLINE or t.is_complex() or t.layout != torch.strided:
+        return None
+    values = t.detach().cpu().tolist()
+    if any(isinstance(v, float) and not math.isfinite(v) for v in _flat(values)):
+        return None
+    text = f"torch.tensor({values!r}, dtype={t.dtype}"
+    if t.device.type != "cpu":
+        text += f", device={str(t.device)!r}"
+    return text + (", requires_grad=True)" if t.requires_grad else ")")
+
+
+def _flat(v: Any) -> list[Any]:
+    return [x for item in v for x in _flat(item)] if isinstance(v, list) else [v]
+
+
+def rerun(call: str, fn: Described, inputs: Sequence[Any], options: dict[str, Any]) -> str:
+    """``ga.check(torch.sin, (torch.tensor([0.5], ...),), mode='full', seed=0)``: pasteable where the
+    function and inputs allow it; otherwise it names what to paste in their place."""
+    import torch
+
+    literals = [tensor_literal(x) if torch.is_tensor(x) else repr(x) for x in inputs]
+    written = [lit for lit in literals if lit is not None]
+    shown_inputs = ("(" + ", ".join(written) + ("," if len(written) == 1 else "") + ")"
+                    if len(written) == len(literals) else "inputs")
+    args = ", ".join(f"{k}={v!r}" for k, v in options.items() if v is not None)
+    text = f"{call}({fn.paste or 'fn'}, {shown_inputs}" + (f", {args}" if args else "") + ")"
+    notes = []
+    if fn.paste is None:
+        notes.append(f"fn: {fn.name}")
+    if shown_inputs == "inputs":
+        notes.append("inputs: the tensors checked")
+    return text + (f"  # {'; '.join(notes)}" if notes else "")
