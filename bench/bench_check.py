@@ -30,10 +30,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import gradaudit.jacobian
 import torch
 
 import gradaudit as ga
+import gradaudit.evaluate
 
 
 def case(name: str, n: int) -> tuple[Callable[..., Any], Any]:
@@ -195,7 +195,7 @@ def main() -> None:
     print("\n".join(run_table([int(s) for s in args.sizes.split(",")], args.cases)))
     if args.mem:
         print("\nPeak RSS above the base (MB), one call at N = 3000 in a fresh process "
-              f"(chunks bounded by {ga.jacobian.CHUNK_BYTES // 2**20} MB per batched call):\n")
+              f"(chunks bounded by {gradaudit.evaluate.CHUNK_BYTES // 2**20} MB per batched call):\n")
         print("| case | gradcheck slow | gradcheck fast | ga full | ga directional |\n|---|---|---|---|---|")
         for c in args.cases:
             cells = [("skipped" if (c == "b" and meth == "gc_slow") else peak(c, meth, 3000))

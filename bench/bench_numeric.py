@@ -11,11 +11,13 @@ Run:  python bench/bench_numeric.py        (about 10 s; prints Markdown tables)
 
 from __future__ import annotations
 
+from typing import Any
+
 import mpmath
 import torch
 
-from gradaudit import Check, run
-from gradaudit.numeric import estimate
+from gradaudit import Expectation, check, run
+from gradaudit.channels import finite_difference
 
 mpmath.mp.dps = 50
 F64 = torch.float64
@@ -35,6 +37,15 @@ def rel(value: float, exact: float) -> float:
     return abs(value - exact) / abs(exact)
 
 
+def estimate(f: Any, x: torch.Tensor, *, scheme: str, step: float | None = None) -> tuple[float, Any, Any]:
+    """The ledger's finite-difference channel on f at x: (derivative, error bound, evidence facts)."""
+    c = Expectation(name="f", function=lambda x: f(x), inputs={"x": x}, expected={"x": 0.0},
+                    methods=["finite_difference"], scheme=scheme, step=step)
+    ev = finite_difference(c)
+    bound = ev.bounds["x"]
+    return float(ev.grads["x"][0]), None if bound is None else float(bound[0]), ev.info["per_input"]["x"]
+
+
 def accuracy_table() -> list[str]:
     rows = ["| function | x | central h=1e-6 (gradcheck) | central h=cbrt(eps) | Ridders | Ridders evals "
             "| Ridders bound covers error | complex step |",
@@ -43,14 +54,14 @@ def accuracy_table() -> list[str]:
     for name, f, mf, x0 in CASES:
         exact = float(mpmath.diff(mf, mpmath.mpf(x0)))
         x = torch.tensor([x0], dtype=F64)
-        c6 = float(estimate(f, x, scheme="central", step=1e-6)[0][0])
-        cd = float(estimate(f, x, scheme="central")[0][0])
+        c6 = estimate(f, x, scheme="central", step=1e-6)[0]
+        cd = estimate(f, x, scheme="central")[0]
         r, err, info = estimate(f, x, scheme="ridders")
-        cs = float(estimate(f, x, scheme="complex_step")[0][0])
-        covered = abs(float(r[0]) - exact) <= 10 * float(err[0])
-        worst_r, worst_cs = max(worst_r, rel(float(r[0]), exact)), max(worst_cs, rel(cs, exact))
+        cs = estimate(f, x, scheme="complex_step")[0]
+        covered = abs(r - exact) <= 10 * err
+        worst_r, worst_cs = max(worst_r, rel(r, exact)), max(worst_cs, rel(cs, exact))
         most = max(most, info["evaluations"])
-        rows.append(f"| {name} | {x0} | {rel(c6, exact):.1e} | {rel(cd, exact):.1e} | {rel(float(r[0]), exact):.1e} "
+        rows.append(f"| {name} | {x0} | {rel(c6, exact):.1e} | {rel(cd, exact):.1e} | {rel(r, exact):.1e} "
                     f"| {info['evaluations']} | {'yes' if covered else 'NO'} | {rel(cs, exact):.1e} |")
     rows.append("")
     rows.append(f"Worst relative error: Ridders {worst_r:.1e} (target <= 1e-12) with at most {most} evaluations "
@@ -75,18 +86,21 @@ def planted(scale: float) -> type:
 
 def detection_table() -> list[str]:
     rows = ["| relative error planted | torch.autograd.gradcheck, defaults (a backward off by it) "
+            "| ga.check, every mode (the same backward) "
             "| gradaudit finite_difference, Ridders + derived tolerance (an expectation off by it) "
-            "| gradaudit autograd.grad (the same expectation) |", "|---|---|---|---|"]
+            "| gradaudit autograd.grad (the same expectation) |", "|---|---|---|---|---|"]
     x = torch.tensor([0.7, -0.4, 1.1], dtype=F64)
     for off in (1e-3, 1e-4, 1e-6, 1e-8, 0.0):
         gc = torch.autograd.gradcheck(planted(1 + off).apply, (x.clone().requires_grad_(),), raise_exception=False)
-        check = Check(name="planted", function="sum(sin(x)*exp(x))", inputs={"x": x},
-                      expected={"x": f"exp(x)*(sin(x) + cos(x))*(1 + {off!r})"},
-                      methods=["autograd.grad", "finite_difference"])
-        verdicts = {r.get("method"): r.verdict for r in run([check])}
+        ours = sorted({check(planted(1 + off).apply, (x.clone().requires_grad_(),), mode=m).verdict
+                       for m in ("full", "directional", "auto")})
+        expectation = Expectation(name="planted", function="sum(sin(x)*exp(x))", inputs={"x": x},
+                                  expected={"x": f"exp(x)*(sin(x) + cos(x))*(1 + {off!r})"},
+                                  methods=["autograd.grad", "finite_difference"])
+        verdicts = {r.method: r.verdict for r in run([expectation])}
         missed = " (missed)" if gc and off else ""
-        rows.append(f"| {off:g} | {'pass' if gc else 'fail'}{missed} | {verdicts['finite_difference']} "
-                    f"| {verdicts['autograd.grad']} |")
+        rows.append(f"| {off:g} | {'pass' if gc else 'fail'}{missed} | {' / '.join(ours)} "
+                    f"| {verdicts['finite_difference']} | {verdicts['autograd.grad']} |")
     return rows
 
 

@@ -1,6 +1,7 @@
 import torch
 
-from gradaudit.env import environment, summary_lines
+from gradaudit.env import environment
+from gradaudit.render.facts import environment_lines as summary_lines
 
 
 def test_block_has_the_facts():

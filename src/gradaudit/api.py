@@ -43,6 +43,7 @@ class CheckResult:
     info: Mapping[str, Any] = field(default_factory=dict)
     rerun: str = ""
     findings: tuple[Findings, ...] = field(default=(), compare=False)
+    elapsed_s: float = field(default=0.0, compare=False)  # wall time; kept out of info and the report
 
     @property
     def verdict(self) -> str:
@@ -73,13 +74,13 @@ class CheckResult:
     def __str__(self) -> str:
         return self.report()
 
-    def __repr__(self) -> str:
-        return f"<CheckResult {self.name}: {self.verdict} (mode {self.mode}, {len(self.records)} records)>"
+    def __repr__(self) -> str:  # the report too: `assert res.ok, res` and a notebook cell show it
+        return self.report()
 
     def __rich__(self) -> str:
-        from rich.markup import escape
+        from .render.text import rich_text
 
-        return escape(self.report())
+        return rich_text(self.report())
 
 
 # -- argument checks (before any evaluation) -----------------------------------------------------------
@@ -135,20 +136,27 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
     problem = Problem(fn, promoted, labels, diff)
     try:
         with torch.no_grad():
-            problem.outputs = [o.detach() for o in problem.call(*promoted)]
+            problem.outputs = _outputs(problem.call(*promoted))
     except EvaluationError as exc:  # the function refuses float64: check in the inputs' own precision, and say so
         if all(p.dtype == x.dtype for p, x in zip(promoted, xs)):
             raise
         problem.inputs = [x.detach() for x in xs]
         with torch.no_grad():
-            problem.outputs = [o.detach() for o in problem.call(*problem.inputs)]
+            problem.outputs = _outputs(problem.call(*problem.inputs))
         problem.notes.append(f"the function failed in float64 ({type(exc.original).__name__}: {exc.original}); "
                              "checked in the inputs' own dtype")
-    if not problem.outputs or not all(torch.is_tensor(o) and o.is_floating_point() for o in problem.outputs):
-        got = ", ".join(type(o).__name__ if not torch.is_tensor(o) else str(o.dtype) for o in problem.outputs)
-        raise SpecError(f"the function must return a floating-point tensor or a tuple of them; it returned "
-                        f"{got or 'nothing'}.", field="fn")
     return problem
+
+
+def _outputs(outs: list[Any]) -> list[torch.Tensor]:
+    """The outputs detached, or a SpecError saying what the function returned instead of tensors."""
+    import torch
+
+    if not outs or not all(torch.is_tensor(o) and o.is_floating_point() for o in outs):
+        got = ", ".join(type(o).__name__ if not torch.is_tensor(o) else f"a {o.dtype} tensor" for o in outs)
+        raise SpecError(f"the function must return a floating-point tensor or a tuple of them; it returned "
+                        f"{got or 'nothing'}. Return the tensor itself (not .item(), a list or a dict).", field="fn")
+    return [o.detach() for o in outs]
 
 
 def _arg_names(fn: Callable[..., Any], count: int) -> list[str]:
@@ -222,8 +230,8 @@ def _check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Describe
                                     expected=expected, nondet_tol=nondet_tol, who=who, label=label, repro=repro)
     except EvaluationError as exc:
         return _errored(label, who, chosen, repro, problem.inputs, problem.names, exc, start)
-    info["elapsed_s"] = round(time.perf_counter() - start, 4)
-    return CheckResult(label, chosen, tuple(records), info, repro, tuple(findings))
+    return CheckResult(label, chosen, tuple(records), info, repro, tuple(findings),
+                       round(time.perf_counter() - start, 4))
 
 
 def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: int, *, forward_ad: bool,
@@ -331,12 +339,11 @@ def _forward_ad(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
         u = torch.randn(x.shape, generator=gen, dtype=torch.float64).to(x.dtype)
         try:
-            tangents = torch.func.jvp(lambda t, j=j: tuple(problem.call(*problem.with_input(j, t))), (x,), (u,))[1]
-        except EvaluationError:
-            raise
-        except Exception as exc:  # no forward-mode formula: a finding, not an error of the whole check
+            tangents = _jvp(problem, j, u)
+        except EvaluationError as exc:  # no forward-mode formula: a finding, not an error of the whole check
+            first = str(exc.original).splitlines()[0] if str(exc.original) else ""
             f.extra.append(Comparison(Location(problem.names[j]), None, None, None, "fail", "jvp",
-                                      f"forward-mode AD failed: {type(exc).__name__}: {str(exc).splitlines()[0]}"))
+                                      f"forward-mode AD failed: {type(exc.original).__name__}: {first}"))
             continue
         scale = max(1.0, float(x.abs().max()) if x.numel() else 1.0)
         for k, tan in enumerate(tangents):
@@ -352,6 +359,31 @@ def _forward_ad(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
             _add_scalar(f, out, k, f"output {k}: wᵀ(J u) by forward-mode AD")
     info["forward_ad"] = "checked"
     return found
+
+
+def _jvp(problem: Problem, j: int, u: torch.Tensor) -> list[torch.Tensor]:
+    """Forward-mode tangents J_j u of every output, with dual numbers (torch.autograd.forward_ad)."""
+    import warnings
+
+    import torch
+    import torch.autograd.forward_ad as fwad
+
+    with fwad.dual_level():
+        try:
+            with warnings.catch_warnings():
+                # torch's first make_dual loads its jvp decompositions through torch.jit.script, which warns
+                # that torch.jit.script is deprecated: torch's own internals, nothing the caller can act on
+                warnings.filterwarnings("ignore", message="`torch.jit.script` is deprecated",
+                                        category=DeprecationWarning)
+                dual = fwad.make_dual(problem.inputs[j], u)
+        except Exception as exc:
+            raise EvaluationError("forward-mode AD", exc) from exc
+        outs = problem.call(*problem.with_input(j, dual))
+        tangents = []
+        for o in outs:
+            t = fwad.unpack_dual(o).tangent
+            tangents.append(torch.zeros_like(o) if t is None else t.detach().clone())
+    return tangents
 
 
 def _second_order(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info) -> dict[int, Findings]:
@@ -485,11 +517,13 @@ def _evidence(info: Info, mode: str, dtype: str, bound: float | None) -> Evidenc
 
 
 def _summary(f: Findings) -> str:
+    from .render.common import plural
+
     if f.verdict == "pass":
-        return f"{f.total} compared, all within the allowance"
+        return f"{plural(f.total, 'value')} compared, all within the allowance"
     at_least = "" if f.exact else "at least "
     parts = []
-    if f.failed or any(c.verdict == "fail" for c in f.extra):
+    if f.failed:
         parts.append(f"{at_least}{f.failed} of {f.total} outside the allowance")
     if f.inconclusive:
         parts.append(f"{f.inconclusive} inconclusive")
@@ -549,8 +583,7 @@ def _errored(label: str, who: Described, mode: str, repro: str, inputs: Sequence
                            input=labels[i], method="vjp", stored_or_returned="returned", source=repro, executed=True,
                            verdict="error", outcome="errors", reason=f"{exc.where} raised {type(original).__name__}",
                            mode=mode, error=error, rerun=repro) for i in diff or [0])
-    info = {"elapsed_s": round(time.perf_counter() - start, 4)}
-    return CheckResult(label, mode, records, info, repro)
+    return CheckResult(label, mode, records, {}, repro, (), round(time.perf_counter() - start, 4))
 
 
 def assert_gradients(fn: Callable[..., Any], inputs: Sequence[Any] | Any, **kwargs: Any) -> CheckResult:

@@ -139,9 +139,10 @@ class LazyProgress:
 def run(targets: tuple[str, ...], json_path: str | None, html_path: str | None, junit_path: str | None,
         markdown_path: str | None, pattern: str | None, list_only: bool, width: int | None) -> None:
     """Run the checks of built-in SUITES or ledger FILES (default: every built-in suite)."""
-    from .env import environment, summary_lines
+    from .env import environment
     from .ledger import results_text, write_atomic
     from .record import run_failed, summarize
+    from .render.facts import environment_lines
     from .render.text import make_console, render
 
     loaded = _select(_load_targets(targets), pattern)
@@ -172,7 +173,7 @@ def run(targets: tuple[str, ...], json_path: str | None, html_path: str | None, 
     if json_path:
         write_atomic(json_path, results_text(records, header))
     written = _write_reports(records, header, html_path, junit_path, markdown_path)
-    render(records, console, repro=repro, environment_lines=summary_lines(env))
+    render(records, console, repro=repro, environment_lines=environment_lines(env))
     if json_path:
         console.print(f"records: {json_path}", highlight=False, markup=False)
     for line in written:
@@ -272,6 +273,8 @@ def steps(function: str, at: tuple[str, ...], wrt: str | None, dtypes: tuple[str
         if not sep:
             raise SpecError(f"--at takes NAME=VALUE with a number, e.g. --at x=0.7; got {item!r}.")
     result = study(function, point, wrt=wrt, dtypes=dtypes)
+    from .render.facts import study_lines
+
     for line in study_lines(result):
         click.echo(line)
     if json_path:
@@ -284,50 +287,19 @@ def steps(function: str, at: tuple[str, ...], wrt: str | None, dtypes: tuple[str
             click.echo(f"plot: {path}")
 
 
-def study_lines(result: dict[str, Any]) -> list[str]:
-    """The step study as text: error per step and dtype, best step, optimum, the float32 lesson."""
-    dtypes = list(result["optimum"])
-    by = {(r["dtype"], r["h"]): r for r in result["rows"]}
-    hs = sorted({r["h"] for r in result["rows"]}, reverse=True)
-    lines = [f"d/d{result['input']} {result['function']} at "
-             + ", ".join(f"{k}={v:g}" for k, v in result["at"].items())
-             + f" = {result['exact']:.17g} (reference: {result['reference']})", "",
-             "h        " + "".join(f"{d + ' |error|':>18}" for d in dtypes)]
-    for h in hs:
-        cells = []
-        for d in dtypes:
-            r = by.get((d, h))
-            mark = "*" if r is not None and result["optimum"][d]["best_h"] == h else " "
-            cells.append(f"{r['abs_error']:>17.2e}{mark}" if r else f"{'—':>17} ")
-        lines.append(f"{h:<9.0e}" + "".join(cells))
-    lines.append("")
-    for d, opt in result["optimum"].items():
-        best = f"best h {opt['best_h']:.0e} (error {opt['best_error']:.2e})" if opt["best_h"] else "no step"
-        star = (f"optimum h* = (3 eps |f| / |f'''|)^(1/3) = {opt['h']:.2e} (model error {opt['model_error']:.2e})"
-                if opt["h"] else "no optimum: f''' is 0 here, so the largest step has no truncation error")
-        lines.append(f"{d}: {best}; {star}")
-    small = [r for r in result["rows"] if r["dtype"] == "float32" and r["h"] == 1e-6]
-    best32 = result["optimum"].get("float32", {})
-    if small and best32.get("best_error"):
-        ratio = small[0]["abs_error"] / best32["best_error"]
-        lines.append(f"float32 at h = 1e-06: error {small[0]['abs_error']:.2e}, {ratio:.0f}x its best: 32-bit "
-                     "rounding noise swamps tiny steps")
-    lines.append("* = the best step measured")
-    return lines
-
-
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the block as JSON.")
 def env(as_json: bool) -> None:
     """Describe Python, torch and each accelerator: compiled, available, devices, ready."""
-    from .env import environment, summary_lines
+    from .env import environment
     from .record import dumps
+    from .render.facts import environment_lines
 
     block = environment()
     if as_json:
         click.echo(dumps(block, indent=2))
     else:
-        for line in summary_lines(block):
+        for line in environment_lines(block):
             click.echo(line)
 
 

@@ -109,16 +109,3 @@ def environment() -> dict[str, Any]:
 def ready_devices(block: dict[str, Any]) -> list[str]:
     """Names of the accelerators that passed the readiness probe."""
     return sorted(name for name, acc in block["accelerators"].items() if acc.get("ready"))
-
-
-def summary_lines(block: dict[str, Any]) -> list[str]:
-    """A few human lines about the environment."""
-    t = block["torch"]
-    lines = [f"gradaudit {block['gradaudit']} · Python {block['python']['version']} · "
-             f"torch {t['version']} · {block['platform']['description']} · env {block['id']}"]
-    for name, acc in block["accelerators"].items():
-        lines.append(f"{name}: compiled with {acc['compiled_with'] or 'nothing'}; "
-                     f"available {'yes' if acc['available'] else 'no'}; "
-                     f"devices {', '.join(acc['devices']) or 'none'}; "
-                     f"ready {'yes' if acc.get('ready') else 'no'} ({acc.get('ready_detail', '')})")
-    return lines

@@ -172,7 +172,7 @@ class Findings:
                           J.NAMES[int(p.verdict[i])], kind, reason, self.reference_kind, slopes)
 
     def discrepancy(self, keep: int) -> Discrepancy:
-        return Discrepancy(self.total, self.failed + sum(c.verdict == "fail" for c in self.extra),
-                           self.inconclusive + sum(c.verdict == "inconclusive" for c in self.extra),
-                           self.exact, self.why_inexact, self.max_abs, self.max_rel, self.at,
-                           tuple(self.comparisons(keep)))
+        """Counts of the located comparisons (input-level ones, such as a gradient's dtype, lead the
+        kept comparisons but are not element counts)."""
+        return Discrepancy(self.total, self.failed, self.inconclusive, self.exact, self.why_inexact, self.max_abs,
+                           self.max_rel, self.at, tuple(self.comparisons(keep)))

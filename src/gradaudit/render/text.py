@@ -7,6 +7,7 @@ tensors and Jacobians are never printed; text from users has its control charact
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -212,7 +213,7 @@ def evidence_text(r: Record) -> str:
     assert ev is not None
     from ..tolerances import eps
 
-    digits = int(-__import__("math").log10(eps(ev.precision or "float64")))
+    digits = int(-math.log10(eps(ev.precision or "float64")))
     text = f"{ev.precision} evidence (eps {eps(ev.precision or 'float64'):.1e}, about {digits} significant digits)"
     if ev.scheme:
         text += f"; {ev.scheme}"
@@ -274,7 +275,7 @@ def where(c: Comparison) -> str:
 
 # -- ga.check results ----------------------------------------------------------------------------
 
-_INFO = ("structure", "evaluation", "evaluations", "backward_rows", "ridders_columns", "elapsed_s")
+_INFO = ("structure", "evaluation", "evaluations", "backward_rows", "ridders_columns")
 
 
 def check_report(res: CheckResult) -> str:
@@ -299,6 +300,13 @@ def check_report(res: CheckResult) -> str:
     if res.rerun and not res.ok:
         lines.append(f"re-run: {clean(res.rerun, newlines=False)}")
     return "\n".join(lines)
+
+
+def rich_text(text: str) -> str:
+    """*text* for a rich console: its square brackets shown, never read as markup."""
+    from rich.markup import escape
+
+    return escape(text)
 
 
 # -- whole runs ----------------------------------------------------------------------------------

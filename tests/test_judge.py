@@ -1,0 +1,109 @@
+"""The one judge, on hand-made numbers: the allowance's terms, and when evidence cannot decide.
+
+Every expected allowance below is computed by hand in the comment beside it.
+"""
+
+import math
+
+import pytest
+import torch
+
+from gradaudit import judge as J
+from gradaudit.record import Location
+from gradaudit.tolerances import SAFETY, Tolerance, resolve
+
+F64 = torch.float64
+CHECK = resolve("autograd_vs_evidence", "float64")  # atol 0, rtol 1e-10, plus 10 x the bounds
+
+
+def t(*values):
+    return torch.tensor(values, dtype=F64)
+
+
+def verdicts(j):
+    return [J.NAMES[int(v)] for v in j.verdict]
+
+
+def test_the_allowance_is_atol_plus_rtol_times_reference_plus_ten_bounds():
+    # reference 2, bound 1e-12: allowed = 0 + 1e-10 * 2 + 10 * 1e-12 = 2.1e-10
+    j = J.judge(t(2.0 + 2.0e-10, 2.0 + 2.2e-10), t(2.0, 2.0), CHECK, reference_bound=1e-12)
+    assert float(j.allowed[0]) == pytest.approx(2.1e-10, rel=1e-12)
+    assert float(j.rtol_term[0]) == pytest.approx(2e-10) and float(j.evidence[0]) == pytest.approx(1e-11)
+    assert verdicts(j) == ["pass", "fail"]
+
+
+def test_a_relative_error_of_1e_8_fails_where_the_evidence_resolves_it():
+    # the evidence is good to 1e-13 (10 x that = 1e-12); a gradient off by 1e-8 relative is far outside
+    ref = t(0.3, -5.0, 1e3)
+    j = J.judge(ref * (1 + 1e-8), ref, CHECK, reference_bound=1e-13 * ref.abs())
+    assert verdicts(j) == ["fail", "fail", "fail"]
+
+
+def test_evidence_too_coarse_to_decide_is_inconclusive_never_a_pass():
+    # a bound of 1e-3 of the value (x 10 = 1e-2) exceeds the float64 threshold 1e-3: inconclusive
+    j = J.judge(t(1.0), t(1.0 + 1e-6), CHECK, reference_bound=1e-3)
+    assert verdicts(j) == ["inconclusive"] and int(j.reason[0]) == J.COARSE
+    # the same bound on float32 evidence (threshold 10%) still decides
+    assert verdicts(J.judge(t(1.0), t(1.0 + 1e-6), CHECK, reference_bound=1e-3, precision="float32")) == ["pass"]
+
+
+def test_a_tolerance_the_user_set_tighter_than_the_evidence_is_inconclusive_in_between():
+    tight = resolve("autograd_vs_evidence", "float64", Tolerance(1e-15, 0.0, why="tighter than the evidence"))
+    # |diff| = 1e-12: beyond the user's 1e-15, within 10 x the bound 1e-12: the evidence cannot say
+    assert verdicts(J.judge(t(1.0 + 1e-12), t(1.0), tight, reference_bound=1e-12)) == ["inconclusive"]
+    assert verdicts(J.judge(t(1.0 + 1e-6), t(1.0), tight, reference_bound=1e-12)) == ["fail"]  # far beyond both
+    assert verdicts(J.judge(t(1.0), t(1.0), tight, reference_bound=1e-12)) == ["pass"]
+
+
+def test_kinks_and_discontinuities_are_inconclusive_never_fail():
+    # relu at 0: one-sided slopes 0 and 1, numeric 0.5, autograd 0: a kink
+    kink = J.judge(t(0.0), t(0.5), CHECK, slopes=(t(0.0), t(1.0)))
+    assert verdicts(kink) == ["inconclusive"] and int(kink.reason[0]) == J.KINK
+    # floor near a jump: local slopes 0 and 0, autograd 0, a large-step reference 3.2: a discontinuity
+    jump = J.judge(t(0.0), t(3.2), CHECK, slopes=(t(0.0), t(0.0)))
+    assert verdicts(jump) == ["inconclusive"] and int(jump.reason[0]) == J.DISCONTINUITY
+    # a wrong gradient where slopes agree with the reference stays a failure
+    wrong = J.judge(t(2.0), t(1.0), CHECK, slopes=(t(1.0), t(1.0)))
+    assert verdicts(wrong) == ["fail"]
+
+
+def test_a_declared_convention_between_the_slopes_resolves_a_kink():
+    exp = resolve("evidence_vs_expected", "float64", scheme="ridders")
+    # ledger: observed = numeric 0.5, reference = the expectation 0 (relu'(0) = 0 declared)
+    j = J.judge(t(0.5), t(0.0), exp, numeric="observed", slopes=(t(0.0), t(1.0)), convention=t(0.0))
+    assert verdicts(j) == ["pass"] and int(j.reason[0]) == J.CONVENTION
+    outside = J.judge(t(0.5), t(2.0), exp, numeric="observed", slopes=(t(0.0), t(1.0)), convention=t(2.0))
+    assert verdicts(outside) == ["inconclusive"]
+
+
+def test_non_finite_values_are_judged_explicitly():
+    nan, inf = math.nan, math.inf
+    # autograd NaN where the evidence is finite: fail; the evidence NaN: it cannot decide
+    j = J.judge(t(nan, 1.0, inf, inf), t(1.0, nan, 1.0, inf), CHECK)
+    assert verdicts(j) == ["fail", "inconclusive", "fail", "pass"]
+    assert [int(r) for r in j.reason] == [J.OBS_NONFINITE, J.EVIDENCE_NONFINITE, J.OBS_NONFINITE, J.OK]
+
+
+def test_outcomes_read_the_verdict_against_the_expectation():
+    assert J.outcome("fail") == "failed" and J.outcome("fail", "fail") == "expected failures"
+    assert J.outcome("pass", "fail") == "unexpected passes" and J.outcome("error", "fail") == "errors"
+    assert J.outcome("inconclusive") == "inconclusive" and J.outcome("planned") == "planned"
+    assert J.verdict_of(["pass", "inconclusive", "fail"]) == "fail"
+    assert J.verdict_of(["pass", "error", "fail"]) == "error" and J.verdict_of([]) == "pass"
+
+
+def test_a_comparison_keeps_every_term_and_its_location():
+    j = J.judge(t(1.25), t(1.0), CHECK, reference_bound=1e-13)
+    c = J.comparison(j, 0, t(1.25), t(1.0), Location("x", (3,), 0, (3,)))
+    assert (c.input, c.element, c.output, c.output_element) == ("x", (3,), 0, (3,))
+    assert (c.observed, c.reference, c.abs, c.rel, c.verdict) == (1.25, 1.0, 0.25, 0.25, "fail")
+    # atol 0 + rtol 1e-10 * 1 + 10 * 1e-13
+    assert c.allowance.total == pytest.approx(1e-10 + SAFETY * 1e-13, rel=1e-12)
+    assert c.allowance.rtol_term == pytest.approx(1e-10) and c.allowance.atol == 0.0
+
+
+def test_judging_never_touches_autograd_state():
+    x = torch.ones(3, dtype=F64, requires_grad=True)
+    y = x * 2  # requires grad: the judge detaches, so no warning, no graph
+    j = J.judge(y, t(2.0, 2.0, 2.0), CHECK)
+    assert not j.diff.requires_grad and verdicts(j) == ["pass"] * 3
