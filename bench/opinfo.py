@@ -99,6 +99,7 @@ def decorator_effect(dec: Any) -> tuple[str, str] | None:
     name = getattr(dec, "__name__", type(dec).__name__)
     if name == "slowTest":
         return ("note", "slowTest (run only with PYTORCH_TEST_WITH_SLOW=1)")
+
     def target(self: Any, *args: Any, **kwargs: Any) -> None:  # fresh each time: decorators mark it
         return None
 
@@ -460,10 +461,13 @@ class Worker:
         self.process.start()
         child.close()
         self.conn = parent
-        if not parent.poll(STARTUP_TIMEOUT_S):
+        try:
+            if not parent.poll(STARTUP_TIMEOUT_S):
+                raise EOFError
+            self.src = parent.recv()["gradaudit_src"]
+        except (EOFError, OSError):
             self.stop()
-            raise RuntimeError("worker did not start")
-        self.src = parent.recv()["gradaudit_src"]
+            raise RuntimeError("the worker process did not start (see its traceback above)") from None
 
     def stop(self) -> None:
         if self.process is not None and self.process.is_alive():
@@ -592,6 +596,8 @@ def select_ops(op_db: list[Any], names: str | None, limit: int | None) -> list[t
 
 
 def run_sweep(args: argparse.Namespace, out: Path) -> None:
+    if not args.resume and out.exists() and out.stat().st_size:
+        sys.exit(f"{out} exists; pass --resume to continue it or choose another --out")
     import torch
 
     torch.set_num_threads(1)
@@ -601,8 +607,6 @@ def run_sweep(args: argparse.Namespace, out: Path) -> None:
 
     ops = select_ops(op_db, args.ops, args.limit)
     done = {case_key(r) for r in read_jsonl(out) if r.get("kind") == "case"} if args.resume else set()
-    if not args.resume and out.exists() and out.stat().st_size:
-        sys.exit(f"{out} exists; pass --resume to continue it or choose another --out")
     sink = Sink(out)
     sink.write({"kind": "run", "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
                 "command": shlex.join([Path(sys.executable).name, *sys.argv]), "torch": torch.__version__,
@@ -664,9 +668,12 @@ def run_sweep(args: argparse.Namespace, out: Path) -> None:
 
 
 def _git_commit() -> str | None:
+    """The commit of the git checkout gradaudit is imported from (None outside one); read-only."""
+    import gradaudit
+
     try:
         done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
-                              cwd=Path(__file__).resolve().parent)
+                              cwd=Path(gradaudit.__file__).resolve().parent)
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() or None
@@ -819,7 +826,8 @@ def _time_section(rows: list[dict[str, Any]]) -> list[str]:
                      f"{statistics.median(times) if times else 0:.4f} | {verdicts['timeout']} | {verdicts['crash']} |")
     lines += ["", "Ratios over the cases where both tools of the pair compared gradients (verdict pass, fail or "
               "inconclusive; errors, timeouts and crashes left out); ratio > 1 means gradaudit was faster. "
-              "Median per-case ratio of times of a few milliseconds is noisy.", ""]
+              "Each time is one call on a possibly shared machine: per-case ratios of millisecond calls are noisy, "
+              "and a lone outlier below is worth re-running with --ops before reading anything into it.", ""]
     for gc, ga in PAIRS:
         lines += [f"{gc} / {ga}:", "",
                   "| N·M bucket | cases | gradcheck s | gradaudit s | total ratio | median per-case ratio |",

@@ -135,8 +135,11 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
     promoted = [x.detach().to(torch.float64) if x.is_floating_point() else x.detach() for x in xs]
     problem = Problem(fn, promoted, labels, diff)
     try:
-        with torch.no_grad():
-            problem.outputs = _outputs(problem.call(*promoted))
+        leaves = [x.detach().requires_grad_(i in diff) for i, x in enumerate(promoted)]
+        with torch.enable_grad():  # with its graph: the first backward (metadata, vᵀJ) reuses it
+            outs = problem.call(*leaves)
+        problem.outputs = _outputs(outs)
+        problem.graph = (leaves, outs)
     except EvaluationError as exc:  # the function refuses float64: check in the inputs' own precision, and say so
         if all(p.dtype == x.dtype for p, x in zip(promoted, xs)):
             raise
@@ -288,9 +291,13 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
     backward through the same graph must agree (nondet_tol aside). Returns vᵀJ and the comparisons."""
     import torch
 
-    xs = [x.detach().requires_grad_(i in problem.diff) for i, x in enumerate(problem.inputs)]
-    with torch.enable_grad():
-        outs = problem.call(*xs)
+    if problem.graph is not None:
+        xs, outs = problem.graph
+        problem.graph = None  # released after these two backward passes
+    else:
+        xs = [x.detach().requires_grad_(i in problem.diff) for i, x in enumerate(problem.inputs)]
+        with torch.enable_grad():
+            outs = problem.call(*xs)
     cot = [v.to(o.dtype) for v, o in zip(vs, outs)]
     wrt = [xs[i] for i in problem.diff]
     differentiable = [(o, c) for o, c in zip(outs, cot) if o.requires_grad]

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import torch
 
 SMALL_BATCH = 16  # at most this many items: a loop of plain calls (no vmap overhead, independent tensors)
+ANALYTIC_LOOP = 64  # at most this many vᵀJ rows: plain backward passes (torch.func's first use costs ~2 s)
 CHUNK_BYTES = 16 * 2**20  # per batched call: under glibc's mmap threshold (BENCH_ANCHORS); 16 MB measured
 # faster than 32 MB for the MLP at N = 3000 (300 against 510 ms) and no slower for A @ x
 Info = dict[str, Any]
@@ -48,6 +49,7 @@ class Problem:
     vmap: dict[int, bool] = field(default_factory=dict)  # per input: vmap works and agrees (decided once)
     used: dict[int, list[bool]] = field(default_factory=dict)  # per output: which checked inputs autograd reaches
     _noise: list[torch.Tensor] | None = None
+    graph: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None  # leaves and outputs of the first forward
 
     def call(self, *xs: torch.Tensor) -> list[torch.Tensor]:
         """The function's outputs as a list; its exceptions become EvaluationError('function')."""
@@ -133,14 +135,17 @@ def _chunk(problem: Problem) -> int:
 
 
 def _bytes_per_call(problem: Problem) -> int:
-    """Bytes one forward keeps for its backward (its saved tensors) plus its inputs and outputs."""
+    """Bytes one batch item costs: the intermediates one forward keeps for its backward that depend on the
+    checked inputs (saved tensors that require grad; a captured constant is shared by the whole batch),
+    plus the inputs and outputs."""
     import torch
 
     total = 8 * (sum(x.numel() for x in problem.inputs) + sum(o.numel() for o in problem.outputs))
 
     def pack(t: torch.Tensor) -> torch.Tensor:
         nonlocal total
-        total += t.numel() * t.element_size()
+        if t.requires_grad:
+            total += t.numel() * t.element_size()
         return t
 
     xs = [x.detach().requires_grad_(i in problem.diff) for i, x in enumerate(problem.inputs)]
@@ -193,7 +198,7 @@ def _confirm(problem: Problem, j: int, batch: torch.Tensor, outs: list[torch.Ten
     for row in (0, batch.shape[0] - 1):
         plain = problem.call(*problem.with_input(j, batch[row].clone()))
         for k, (o, p) in enumerate(zip(outs, plain)):
-            if not _agree(o[row], p):
+            if not _agree(o[row], p, problem.noise(k)):
                 info["evaluation"] = "loop"
                 info["vmap_error"] = (f"vmap's row {row} of output {k} differs from a plain call at the same point; "
                                       "the batched evaluation is not trusted")
@@ -201,18 +206,20 @@ def _confirm(problem: Problem, j: int, batch: torch.Tensor, outs: list[torch.Ten
     return True
 
 
-def _agree(got: torch.Tensor, want: torch.Tensor) -> bool:
-    """Equal shapes, NaN at the same places, and values equal to rounding (a batched kernel may sum in
-    another order)."""
+def _agree(got: torch.Tensor, want: torch.Tensor, noise: torch.Tensor) -> bool:
+    """Equal shapes, NaN at the same places, and values equal to rounding: a batched kernel may sum in
+    another order (a matrix product instead of matrix-vector products), so the limit is the measured
+    rounding of an evaluation, or a few ulps of the largest value, times STRUCTURE_ULPS."""
     import torch
 
     if got.shape != want.shape:
         return False
-    got, want = got.detach().to(torch.float64), want.detach().to(torch.float64)
+    eps = torch.finfo(want.dtype).eps if want.is_floating_point() else 0.0
+    got, want = got.detach().to(torch.float64).reshape(-1), want.detach().to(torch.float64).reshape(-1)
     if not bool((torch.isnan(got) == torch.isnan(want)).all()):
         return False
-    eps = torch.finfo(want.dtype).eps
-    limit = STRUCTURE_ULPS * eps * float(want.abs().nan_to_num(0.0, 0.0, 0.0).max()) if want.numel() else 0.0
+    floor = eps * float(want.abs().nan_to_num(0.0, 0.0, 0.0).max()) if want.numel() else 0.0
+    limit = STRUCTURE_ULPS * torch.maximum(noise.reshape(-1), torch.tensor(floor, dtype=torch.float64))
     return bool(((got - want).abs().nan_to_num(0.0) <= limit).all())
 
 
@@ -354,8 +361,9 @@ def analytic_rows(problem: Problem, k: int, weights: torch.Tensor, info: Info) -
     """vᵀJ for each v in *weights* (rows, shape (B, M_k)), per checked input, as (B, N_i) in float64;
     None where autograd gives no gradient (the output does not use the input).
 
-    Up to SMALL_BATCH rows: plain ``autograd.grad`` per row; more: ``autograd.grad`` with batched
-    grad_outputs (vmap over the backward), then a loop if that fails. The record says which ran.
+    Up to ANALYTIC_LOOP rows: plain ``autograd.grad`` per row (no transform to set up); more:
+    ``torch.func.vjp`` under ``vmap`` in chunks, then ``autograd.grad`` with batched grad_outputs,
+    then the loop, each tried after the previous one failed. The record says which ran.
     """
     import torch
 
@@ -371,19 +379,51 @@ def analytic_rows(problem: Problem, k: int, weights: torch.Tensor, info: Info) -
         problem.used[k] = [g is not None for g in grad(out, wrt, torch.ones_like(out), allow_unused=True,
                                                          retain_graph=True)]
     used = problem.used[k]
-    if weights.shape[0] > SMALL_BATCH and "batched_grad_error" not in info:
-        try:
-            got = torch.autograd.grad(out, wrt, cot, is_grads_batched=True, allow_unused=True, retain_graph=True)
-            info["analytic"] = "autograd.grad, batched grad_outputs"
-            return [g.reshape(weights.shape[0], -1).to(torch.float64) if u and g is not None else None
+    rows = weights.shape[0]
+    if rows > ANALYTIC_LOOP:
+        for attempt in (_vjp_vmap, _batched_grad):
+            if f"{attempt.__name__}_error" in info:
+                continue
+            try:
+                got = attempt(problem, k, out, wrt, cot, info)
+            except EvaluationError:
+                raise
+            except Exception as exc:  # no batching rule for some backward: the next way
+                info[f"{attempt.__name__}_error"] = (f"{type(exc).__name__}: "
+                                                     f"{str(exc).splitlines()[0][:160] if str(exc) else ''}")
+                continue
+            return [g.reshape(rows, -1).to(torch.float64) if u and g is not None else None
                     for g, u in zip(got, used)]
-        except Exception as exc:  # no batching rule for some backward: a loop of plain calls
-            info["batched_grad_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
     info.setdefault("analytic", "autograd.grad per row")
-    rows: list[list[torch.Tensor]] = [[] for _ in wrt]
-    for b in range(weights.shape[0]):
+    per_input: list[list[torch.Tensor]] = [[] for _ in wrt]
+    for b in range(rows):
         got = grad(out, wrt, cot[b], retain_graph=True, allow_unused=True)
         for i, g in enumerate(got):
-            rows[i].append(torch.zeros(wrt[i].numel(), dtype=torch.float64) if g is None
-                           else g.reshape(-1).to(torch.float64))
-    return [torch.stack(rows[i]) if used[i] else None for i in range(len(wrt))]
+            per_input[i].append(torch.zeros(wrt[i].numel(), dtype=torch.float64) if g is None
+                                else g.reshape(-1).to(torch.float64))
+    return [torch.stack(per_input[i]) if used[i] else None for i in range(len(wrt))]
+
+
+def _vjp_vmap(problem: Problem, k: int, out: torch.Tensor, wrt: list[torch.Tensor], cot: torch.Tensor,
+              info: Info) -> tuple[torch.Tensor, ...]:
+    import torch
+
+    def f_k(*checked: torch.Tensor) -> torch.Tensor:
+        xs = list(problem.inputs)
+        for i, value in zip(problem.diff, checked):
+            xs[i] = value
+        return problem.call(*xs)[k]
+
+    vjp_fn = torch.func.vjp(f_k, *[problem.inputs[i] for i in problem.diff])[1]
+    got = torch.func.vmap(vjp_fn, chunk_size=_chunk(problem))(cot)
+    info["analytic"] = "torch.func.vjp under vmap"
+    return tuple(got)
+
+
+def _batched_grad(problem: Problem, k: int, out: torch.Tensor, wrt: list[torch.Tensor], cot: torch.Tensor,
+                  info: Info) -> tuple[torch.Tensor, ...]:
+    import torch
+
+    got = torch.autograd.grad(out, wrt, cot, is_grads_batched=True, allow_unused=True, retain_graph=True)
+    info["analytic"] = "autograd.grad, batched grad_outputs"
+    return tuple(torch.zeros_like(w) if g is None else g for g, w in zip(got, wrt))

@@ -36,17 +36,19 @@ class Part:
     rows: torch.Tensor  # output element (flat), or -1
     cols: torch.Tensor  # input element (flat), or -1
     observed: torch.Tensor
-    reference: torch.Tensor
-    verdict: torch.Tensor
-    reason: torch.Tensor
-    rtol_term: torch.Tensor
-    evidence: torch.Tensor
-    allowed: torch.Tensor
+    judged: J.Judged  # flat: the verdicts, reasons, references and evidence terms of these entries
     left: torch.Tensor | None = None
     right: torch.Tensor | None = None
     kind: str | None = None
     note: str = ""
-    atol: float = 0.0
+
+    @property
+    def verdict(self) -> torch.Tensor:
+        return self.judged.verdict
+
+    @property
+    def reference(self) -> torch.Tensor:
+        return self.judged.ref
 
 
 @dataclass
@@ -109,9 +111,7 @@ class Findings:
         if slopes is not None:
             left, right = pick(slopes[0].to(torch.float64)), pick(slopes[1].to(torch.float64))
         self.parts.append(Part(output, rows[keep], cols[keep], pick(observed.detach().to(torch.float64)),
-                               pick(reference.detach().to(torch.float64)), verdict[keep], pick(judged.reason),
-                               pick(judged.rtol_term), pick(judged.evidence), pick(judged.allowed), left, right,
-                               kind, note, judged.atol))
+                               judged.take(keep), left, right, kind, note))
 
     def drop_columns(self, cols: torch.Tensor) -> None:
         """Forget what was judged for input elements *cols* (they are being judged again)."""
@@ -119,8 +119,8 @@ class Findings:
 
         for part in self.parts:
             keep = ~torch.isin(part.cols, cols)
-            for name in ("rows", "cols", "observed", "reference", "verdict", "reason", "rtol_term", "evidence",
-                         "allowed", "left", "right"):
+            part.judged = part.judged.take(keep)
+            for name in ("rows", "cols", "observed", "left", "right"):
                 value = getattr(part, name)
                 if value is not None:
                     setattr(part, name, value[keep])
@@ -162,14 +162,15 @@ class Findings:
         if p.left is not None and p.right is not None:
             pair = (float(p.left[i]), float(p.right[i]))
             slopes = pair if all(math.isfinite(v) for v in pair) else None
-        code = int(p.reason[i])
+        j = p.judged
+        code = int(j.reason[i])
         reason = J.reason_text(code, obs, ref, slopes, reference_kind=self.reference_kind)
         if p.note:
             reason = f"{reason}; {p.note}" if reason else p.note
-        allowance = Allowance(p.atol, float(p.rtol_term[i]), float(p.evidence[i]), float(p.allowed[i]))
+        allowance = Allowance(j.atol, float(j.rtol_term[i]), float(j.evidence[i]), float(j.allowed[i]))
         kind = p.kind if p.kind and code in (J.OUTSIDE, J.OK) else J.KINDS[code]
         return Comparison(self.location(p.output, int(p.rows[i]), int(p.cols[i])), ref, obs, allowance,
-                          J.NAMES[int(p.verdict[i])], kind, reason, self.reference_kind, slopes)
+                          J.NAMES[int(j.verdict[i])], kind, reason, self.reference_kind, slopes)
 
     def discrepancy(self, keep: int) -> Discrepancy:
         """Counts of the located comparisons (input-level ones, such as a gradient's dtype, lead the

@@ -39,7 +39,7 @@ from .evaluate import (
     steps,
 )
 from .findings import Findings
-from .tolerances import STRUCTURE_ULPS, ToleranceUsed
+from .tolerances import ROUNDING_ULPS, STRUCTURE_ULPS, ToleranceUsed
 
 if TYPE_CHECKING:
     import torch
@@ -90,9 +90,14 @@ def _precision(problem: Problem, j: int) -> str:
 
 
 def _rounding(problem: Problem, k: int, h: torch.Tensor) -> torch.Tensor:
-    """Rounding bound of a difference quotient with steps h (per column): the measured rounding of one
-    evaluation per output element (see evaluate.measure_noise), divided by h."""
-    return problem.noise(k).reshape(-1, 1) / h.reshape(1, -1)
+    """The quick stage's bound for a difference quotient with steps h (per column): the measured rounding
+    of one evaluation (evaluate.measure_noise), at least ROUNDING_ULPS ulps of 1 — the size that
+    intermediates of order one round at, even where f itself is small — divided by h. The quick
+    stage only accepts; Ridders (with its own truncation estimate) judges what it does not."""
+    import torch
+
+    eps = torch.finfo(problem.outputs[k].dtype).eps if problem.outputs[k].is_floating_point() else 0.0
+    return problem.noise(k).clamp_min(ROUNDING_ULPS * eps).reshape(-1, 1) / h.reshape(1, -1)
 
 
 # -- analytic side ---------------------------------------------------------------------------------
@@ -186,21 +191,17 @@ def _quick(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tenso
             obs = torch.zeros_like(num) if ana is None else ana
             judged = J.judge(obs, num, tol, reference_bound=_rounding(problem, k, used),
                              scale=_scale(problem, j, k, cols), precision=_precision(problem, j))
-            bad = judged.verdict != J.PASS
-            if bool(bad.any()):
-                suspect.append(cols[bad.any(0)])
-            clean = ~bad.any(0)
+            rows = torch.arange(num.shape[0]).reshape(-1, 1)
+            bad = (judged.verdict != J.PASS).any(0)
+            if not bool(bad.any()):
+                found.add(judged, obs, num, output=k, rows=rows, cols=cols.reshape(1, -1))
+                continue
+            suspect.append(cols[bad])  # judged again in the final stage; the clean columns are final now
+            clean = ~bad
             if bool(clean.any()):
-                rows = torch.arange(num.shape[0]).reshape(-1, 1)
-                found.add(_select(judged, clean), obs[:, clean], num[:, clean], output=k, rows=rows,
+                found.add(judged.columns(clean), obs[:, clean], num[:, clean], output=k, rows=rows,
                           cols=cols[clean].reshape(1, -1))
     return torch.unique(torch.cat(suspect)) if suspect else torch.zeros(0, dtype=torch.long)
-
-
-def _select(judged: J.Judged, clean: torch.Tensor) -> J.Judged:
-    """The judged columns *clean* of a (M, w) block."""
-    return J.Judged(judged.verdict[:, clean], judged.reason[:, clean], judged.diff[:, clean], judged.atol,
-                    judged.rtol_term[:, clean], judged.evidence[:, clean], judged.allowed[:, clean])
 
 
 def _affine(problem: Problem, j: int, info: Info) -> bool:
@@ -343,9 +344,8 @@ def _quick_band(problem: Problem, j: int, band: Band, tol: ToleranceUsed, found:
     bad = judged.verdict != J.PASS
     suspect = torch.unique(band.cols[bad])
     clean = ~torch.isin(band.cols, suspect)
-    found.add(J.Judged(judged.verdict[clean], judged.reason[clean], judged.diff[clean], judged.atol,
-                       judged.rtol_term[clean], judged.evidence[clean], judged.allowed[clean]),
-              obs[clean], band.numeric[clean], output=0, rows=band.rows[clean], cols=band.cols[clean])
+    found.add(judged.take(clean), obs[clean], band.numeric[clean], output=0, rows=band.rows[clean],
+              cols=band.cols[clean])
     # the entries outside the band agree (zero on both sides, verified twice), except in suspect columns
     found.total += (n - len(suspect)) * band.m - int(clean.sum())
     return suspect

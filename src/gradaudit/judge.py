@@ -36,27 +36,47 @@ NAMES: dict[int, Verdict] = {PASS: "pass", FAIL: "fail", INCONCLUSIVE: "inconclu
 
 # reason codes and their words (rendered with the values by :func:`comparison`)
 OK, OUTSIDE, OBS_NONFINITE, EVIDENCE_NONFINITE, KINK, DISCONTINUITY, COARSE, BEYOND_TOL, CONVENTION = range(9)
+VERDICT_OF = (PASS, FAIL, FAIL, INCONCLUSIVE, INCONCLUSIVE, INCONCLUSIVE, INCONCLUSIVE, INCONCLUSIVE, PASS)
 KINDS = {OK: "value", OUTSIDE: "value", OBS_NONFINITE: "nonfinite", EVIDENCE_NONFINITE: "nonfinite", KINK: "kink",
          DISCONTINUITY: "discontinuity", COARSE: "coarse", BEYOND_TOL: "coarse", CONVENTION: "kink"}
 
 
 @dataclass
 class Judged:
-    """Elementwise verdicts (int8: PASS, FAIL, INCONCLUSIVE), reason codes and the allowance's terms."""
+    """Elementwise verdicts (int8: PASS, FAIL, INCONCLUSIVE) and reason codes, with what the allowance's
+    terms are computed from (on demand: most entries pass, and their terms are never printed)."""
 
     verdict: torch.Tensor
     reason: torch.Tensor
     diff: torch.Tensor
     atol: float
-    rtol_term: torch.Tensor
-    evidence: torch.Tensor
-    allowed: torch.Tensor
+    rtol: float
+    ref: torch.Tensor  # the reference, float64, broadcast to the verdicts' shape
+    evidence: torch.Tensor  # SAFETY times the error bounds (inf where a bound is NaN)
 
+    @property
+    def rtol_term(self) -> torch.Tensor:
+        return self.rtol * self.ref.abs().nan_to_num(posinf=0.0)
 
-def _t(value: torch.Tensor | float, like: torch.Tensor) -> torch.Tensor:
-    import torch
+    @property
+    def allowed(self) -> torch.Tensor:
+        return self.atol + self.rtol_term + self.evidence
 
-    return torch.as_tensor(value, dtype=torch.float64).expand_as(like)
+    def take(self, index: torch.Tensor) -> Judged:
+        """The judged entries at *index* (a boolean mask or flat indices), flattened."""
+        def pick(t: torch.Tensor) -> torch.Tensor:
+            return t.expand_as(self.verdict).reshape(-1)[index.reshape(-1)]
+
+        return Judged(pick(self.verdict), pick(self.reason), pick(self.diff), self.atol, self.rtol, pick(self.ref),
+                      pick(self.evidence))
+
+    def columns(self, keep: torch.Tensor) -> Judged:
+        """The columns *keep* (a boolean mask) of a 2-D judged block."""
+        def cols(t: torch.Tensor) -> torch.Tensor:
+            return t.expand_as(self.verdict)[:, keep]
+
+        return Judged(cols(self.verdict), cols(self.reason), cols(self.diff), self.atol, self.rtol, cols(self.ref),
+                      cols(self.evidence))
 
 
 def judge(observed: torch.Tensor, reference: torch.Tensor, tol: ToleranceUsed, *,
@@ -76,46 +96,42 @@ def judge(observed: torch.Tensor, reference: torch.Tensor, tol: ToleranceUsed, *
     obs = observed.detach().to(torch.float64)
     ref = reference.detach().to(torch.float64)
     obs, ref = torch.broadcast_tensors(obs, ref)
-    bound = SAFETY * (_t(observed_bound, obs) + _t(reference_bound, obs))
-    same = obs == ref  # also makes +inf == +inf agree
-    diff = torch.where(same, torch.zeros_like(obs), (obs - ref).abs())
-    diff = torch.where(torch.isnan(diff), torch.full_like(diff, math.inf), diff)
-    rtol_term = tol.rtol * ref.abs().nan_to_num(posinf=0.0)
-    tolerance = tol.atol + rtol_term
+    bound = (SAFETY * (torch.as_tensor(observed_bound, dtype=torch.float64)
+                       + torch.as_tensor(reference_bound, dtype=torch.float64))).expand_as(obs)
     evidence = bound.nan_to_num(nan=math.inf)
-    allowed = tolerance + evidence
-    within = diff <= allowed
+    same = obs == ref  # also makes +inf == +inf agree
+    diff = torch.where(same, 0.0, (obs - ref).abs()).nan_to_num(nan=math.inf)
+    tolerance = tol.atol + tol.rtol * ref.abs().nan_to_num(posinf=0.0)
+    within = diff <= tolerance + evidence
+    limit = UNINFORMATIVE.get(precision, UNINFORMATIVE["float64"])
     magnitude = torch.maximum(ref.abs(), obs.abs()).nan_to_num(nan=0.0, posinf=0.0)
     if scale is not None:
-        magnitude = torch.maximum(magnitude, _t(scale, obs))
-    coarse = ~(bound <= UNINFORMATIVE.get(precision, UNINFORMATIVE["float64"]) * magnitude) & (bound > 0)
-
-    verdict = torch.full(obs.shape, FAIL, dtype=torch.int8)
-    reason = torch.full(obs.shape, OUTSIDE, dtype=torch.int8)
-
-    def put(mask: torch.Tensor, v: int, r: int) -> None:
-        verdict[mask] = v
-        reason[mask] = r
-
-    put(within & ~coarse, PASS, OK)
-    put(within & coarse, INCONCLUSIVE, COARSE)
-    if not tol.default:  # a tolerance the user asked for: evidence coarser than it cannot confirm it
-        put(within & ~coarse & (diff > tolerance) & (bound > tolerance), INCONCLUSIVE, BEYOND_TOL)
+        magnitude = torch.maximum(magnitude, torch.as_tensor(scale, dtype=torch.float64))
+    coarse = ~(bound <= limit * magnitude) & (bound > 0)
+    beyond = (within & (diff > tolerance) & (bound > tolerance)) if not tol.default else None
+    if (bool(within.all()) and bool(torch.isfinite(diff).all()) and not bool(coarse.any())
+            and (beyond is None or not bool(beyond.any()))):
+        zeros = torch.zeros(obs.shape, dtype=torch.int8)  # the common case: everything passes
+        return Judged(zeros, zeros, diff, tol.atol, tol.rtol, ref, evidence)
+    # the reason decides the verdict (VERDICT_OF); later rules take precedence over earlier ones
+    reason = torch.where(within, torch.where(coarse, COARSE, OK), OUTSIDE).to(torch.int8)
+    if beyond is not None:  # a tolerance the user asked for: evidence coarser than it cannot confirm it
+        reason = torch.where(beyond & ~coarse, BEYOND_TOL, reason)
     if slopes is not None:
         num, other = (obs, ref) if numeric == "observed" else (ref, obs)
-        _slopes(put, within, num, other, ref, slopes, convention)
+        reason = _slopes(reason, within, num, other, ref, slopes, convention)
     finite_obs, finite_ref = torch.isfinite(obs), torch.isfinite(ref)
     evidence_side = finite_obs if numeric == "observed" else finite_ref
     other_side = finite_ref if numeric == "observed" else finite_obs
-    put(~same & ~evidence_side, INCONCLUSIVE, EVIDENCE_NONFINITE)
-    put(~same & evidence_side & ~other_side, FAIL, OBS_NONFINITE)
-    put(same, PASS, OK)
-    return Judged(verdict, reason, diff, tol.atol, rtol_term, evidence, allowed)
+    reason = torch.where(~evidence_side, EVIDENCE_NONFINITE, reason)
+    reason = torch.where(evidence_side & ~other_side, OBS_NONFINITE, reason)
+    reason = torch.where(same, OK, reason).to(torch.int8)
+    verdict = torch.tensor(VERDICT_OF, dtype=torch.int8)[reason.long()]
+    return Judged(verdict, reason, diff, tol.atol, tol.rtol, ref, evidence)
 
 
-def _slopes(put: Callable[[torch.Tensor, int, int], None], within: torch.Tensor, num: torch.Tensor,
-            other: torch.Tensor, ref: torch.Tensor, slopes: tuple[torch.Tensor, torch.Tensor],
-            convention: torch.Tensor | None) -> None:
+def _slopes(reason: torch.Tensor, within: torch.Tensor, num: torch.Tensor, other: torch.Tensor, ref: torch.Tensor,
+            slopes: tuple[torch.Tensor, torch.Tensor], convention: torch.Tensor | None) -> torch.Tensor:
     """Kinks and discontinuities among the comparisons that fail: inconclusive, never fail. *num* is the
     large-step numeric evidence, *other* the value it is compared with, *ref* the reference side."""
     import torch
@@ -128,14 +144,14 @@ def _slopes(put: Callable[[torch.Tensor, int, int], None], within: torch.Tensor,
     near = KINK_REL * mid.abs().clamp_min(1.0)
     # the large-step evidence disagrees with the local slope, which the other side matches
     jump = measured & ~kink & ((num - mid).abs() > near) & ((other - mid).abs() <= near)
-    put(~within & kink, INCONCLUSIVE, KINK)
-    put(~within & jump, INCONCLUSIVE, DISCONTINUITY)
+    reason = torch.where(~within & kink, KINK, reason)
+    reason = torch.where(~within & jump, DISCONTINUITY, reason)
     if convention is not None:
         conv = convention.to(torch.float64).expand_as(num)
         lo, hi = torch.minimum(left, right), torch.maximum(left, right)
         margin = KINK_REL * size
-        ok = kink & (conv == ref) & (ref >= lo - margin) & (ref <= hi + margin)
-        put(ok, PASS, CONVENTION)
+        reason = torch.where(kink & (conv == ref) & (ref >= lo - margin) & (ref <= hi + margin), CONVENTION, reason)
+    return reason
 
 
 def verdict_of(codes: torch.Tensor | Sequence[str]) -> Verdict:
@@ -194,6 +210,8 @@ def comparison(j: Judged, flat: int, observed: torch.Tensor, reference: torch.Te
                reference_kind: str = "numeric", slopes: tuple[torch.Tensor, torch.Tensor] | None = None,
                kind: str | None = None) -> Comparison:
     """The located :class:`Comparison` of element *flat* of a judged block."""
+    import torch
+
     obs = float(observed.reshape(-1)[flat]) if observed.numel() > 1 else float(observed.reshape(()))
     ref = float(reference.reshape(-1)[flat]) if reference.numel() > 1 else float(reference.reshape(()))
     code = int(j.reason.reshape(-1)[flat])
@@ -201,9 +219,8 @@ def comparison(j: Judged, flat: int, observed: torch.Tensor, reference: torch.Te
     if slopes is not None:
         left, right = (float(s.expand_as(j.verdict).reshape(-1)[flat]) for s in slopes)
         pair = (left, right) if math.isfinite(left) and math.isfinite(right) else None
-    rtol_term = float(j.rtol_term.reshape(-1)[flat])
-    evidence = float(j.evidence.reshape(-1)[flat])
-    allowance = Allowance(j.atol, rtol_term, evidence, float(j.allowed.reshape(-1)[flat]))
+    one = j.take(torch.tensor([flat]))
+    allowance = Allowance(j.atol, float(one.rtol_term[0]), float(one.evidence[0]), float(one.allowed[0]))
     return Comparison(location, ref, obs, allowance, NAMES[int(j.verdict.reshape(-1)[flat])],
                       kind or KINDS[code], reason_text(code, obs, ref, pair, reference_kind=reference_kind),
                       reference_kind, pair)

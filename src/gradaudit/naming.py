@@ -30,9 +30,21 @@ class Described:
 
 
 def describe(fn: Any) -> Described:
-    """How to name *fn* in reports and re-run lines."""
+    """How to name *fn* in reports and re-run lines (worked out once per function)."""
+    try:
+        return _described(fn)
+    except TypeError:  # unhashable callables
+        return _describe(fn)
+
+
+@functools.lru_cache(maxsize=512)
+def _described(fn: Any) -> Described:
+    return _describe(fn)
+
+
+def _describe(fn: Any) -> Described:
     if isinstance(fn, functools.partial):
-        inner = describe(fn.func)
+        inner = _describe(fn.func)
         return Described(f"partial({inner.name})", inner.source, None, inner.where)
     owner = getattr(fn, "__self__", None)
     if isinstance(owner, type) and getattr(fn, "__name__", "") == "apply":
