@@ -90,14 +90,14 @@ def _precision(problem: Problem, j: int) -> str:
 
 
 def _rounding(problem: Problem, k: int, h: torch.Tensor) -> torch.Tensor:
-    """The quick stage's bound for a difference quotient with steps h (per column): the measured rounding
-    of one evaluation (evaluate.measure_noise), at least ROUNDING_ULPS ulps of 1 — the size that
-    intermediates of order one round at, even where f itself is small — divided by h. The quick
-    stage only accepts; Ridders (with its own truncation estimate) judges what it does not."""
+    """The quick stage's bound for a difference quotient with steps h (per column): ROUNDING_ULPS ulps of
+    max(1, |f|) — the size that intermediates of order one round at, even where f itself is small —
+    divided by h. The quick stage only accepts: what it does not accept goes to Ridders, whose bound
+    uses the measured rounding (evaluate.measure_noise) and its own truncation estimate."""
     import torch
 
     eps = torch.finfo(problem.outputs[k].dtype).eps if problem.outputs[k].is_floating_point() else 0.0
-    return problem.noise(k).clamp_min(ROUNDING_ULPS * eps).reshape(-1, 1) / h.reshape(1, -1)
+    return ROUNDING_ULPS * eps * problem.f_scale(k).clamp_min(1.0).reshape(-1, 1) / h.reshape(1, -1)
 
 
 # -- analytic side ---------------------------------------------------------------------------------
@@ -343,11 +343,16 @@ def _quick_band(problem: Problem, j: int, band: Band, tol: ToleranceUsed, found:
     judged = J.judge(obs, band.numeric, tol, reference_bound=rounding, scale=scale, precision=_precision(problem, j))
     bad = judged.verdict != J.PASS
     suspect = torch.unique(band.cols[bad])
-    clean = ~torch.isin(band.cols, suspect)
-    found.add(judged.take(clean), obs[clean], band.numeric[clean], output=0, rows=band.rows[clean],
-              cols=band.cols[clean])
+    if not len(suspect):
+        found.add(judged, obs, band.numeric, output=0, rows=band.rows, cols=band.cols)
+        kept = len(band.cols)
+    else:
+        clean = ~torch.isin(band.cols, suspect)
+        found.add(judged.take(clean), obs[clean], band.numeric[clean], output=0, rows=band.rows[clean],
+                  cols=band.cols[clean])
+        kept = int(clean.sum())
     # the entries outside the band agree (zero on both sides, verified twice), except in suspect columns
-    found.total += (n - len(suspect)) * band.m - int(clean.sum())
+    found.total += (n - len(suspect)) * band.m - kept
     return suspect
 
 

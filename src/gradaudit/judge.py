@@ -93,17 +93,36 @@ def judge(observed: torch.Tensor, reference: torch.Tensor, tol: ToleranceUsed, *
     """
     import torch
 
+    limit = UNINFORMATIVE.get(precision, UNINFORMATIVE["float64"])
+    if observed.dim() == 0 and reference.dim() == 0 and tol.default and slopes is None:
+        passed = _scalar_pass(float(observed), float(reference), tol, float(observed_bound), float(reference_bound),
+                              0.0 if scale is None else float(scale), limit)
+        if passed is not None:  # the same rule as below, in Python floats: one comparison costs no tensor ops
+            zero = torch.zeros((), dtype=torch.int8)
+            diff, ref, evidence = (torch.tensor(v, dtype=torch.float64) for v in passed)
+            return Judged(zero, zero, diff, tol.atol, tol.rtol, ref, evidence)
     obs = observed.detach().to(torch.float64)
     ref = reference.detach().to(torch.float64)
     obs, ref = torch.broadcast_tensors(obs, ref)
-    bound = (SAFETY * (torch.as_tensor(observed_bound, dtype=torch.float64)
-                       + torch.as_tensor(reference_bound, dtype=torch.float64))).expand_as(obs)
+    bound = SAFETY * (torch.as_tensor(observed_bound, dtype=torch.float64)
+                      + torch.as_tensor(reference_bound, dtype=torch.float64))
+    # the common case first, in a few passes: every entry within its allowance, finite, and evidence
+    # fine enough (its largest bound is small against the smallest natural size)
+    diff = (obs - ref).abs()
+    tolerance = tol.atol + tol.rtol * ref.abs()
+    if tol.default and bool((diff <= tolerance + bound).all()):
+        top = float(bound.max()) if bound.numel() else 0.0
+        size = torch.as_tensor(scale if scale is not None else 0.0, dtype=torch.float64)
+        floor = float(size.min()) if size.numel() else 0.0
+        if top <= limit * floor or top == 0.0:
+            zeros = torch.zeros(obs.shape, dtype=torch.int8)
+            return Judged(zeros, zeros, diff, tol.atol, tol.rtol, ref, bound.expand_as(obs))
+    bound = bound.expand_as(obs)
     evidence = bound.nan_to_num(nan=math.inf)
     same = obs == ref  # also makes +inf == +inf agree
-    diff = torch.where(same, 0.0, (obs - ref).abs()).nan_to_num(nan=math.inf)
+    diff = torch.where(same, 0.0, diff).nan_to_num(nan=math.inf)
     tolerance = tol.atol + tol.rtol * ref.abs().nan_to_num(posinf=0.0)
     within = diff <= tolerance + evidence
-    limit = UNINFORMATIVE.get(precision, UNINFORMATIVE["float64"])
     magnitude = torch.maximum(ref.abs(), obs.abs()).nan_to_num(nan=0.0, posinf=0.0)
     if scale is not None:
         magnitude = torch.maximum(magnitude, torch.as_tensor(scale, dtype=torch.float64))
@@ -111,7 +130,7 @@ def judge(observed: torch.Tensor, reference: torch.Tensor, tol: ToleranceUsed, *
     beyond = (within & (diff > tolerance) & (bound > tolerance)) if not tol.default else None
     if (bool(within.all()) and bool(torch.isfinite(diff).all()) and not bool(coarse.any())
             and (beyond is None or not bool(beyond.any()))):
-        zeros = torch.zeros(obs.shape, dtype=torch.int8)  # the common case: everything passes
+        zeros = torch.zeros(obs.shape, dtype=torch.int8)
         return Judged(zeros, zeros, diff, tol.atol, tol.rtol, ref, evidence)
     # the reason decides the verdict (VERDICT_OF); later rules take precedence over earlier ones
     reason = torch.where(within, torch.where(coarse, COARSE, OK), OUTSIDE).to(torch.int8)
@@ -128,6 +147,18 @@ def judge(observed: torch.Tensor, reference: torch.Tensor, tol: ToleranceUsed, *
     reason = torch.where(same, OK, reason).to(torch.int8)
     verdict = torch.tensor(VERDICT_OF, dtype=torch.int8)[reason.long()]
     return Judged(verdict, reason, diff, tol.atol, tol.rtol, ref, evidence)
+
+
+def _scalar_pass(obs: float, ref: float, tol: ToleranceUsed, obs_bound: float, ref_bound: float, scale: float,
+                 limit: float) -> tuple[float, float, float] | None:
+    """(diff, reference, evidence term) when one comparison passes by the rule of :func:`judge`; else None."""
+    bound = SAFETY * (obs_bound + ref_bound)
+    diff = abs(obs - ref)
+    if not (math.isfinite(diff) and math.isfinite(bound)) or diff > tol.atol + tol.rtol * abs(ref) + bound:
+        return None
+    if bound > 0 and not bound <= limit * max(abs(ref), abs(obs), scale):
+        return None
+    return diff, ref, bound
 
 
 def _slopes(reason: torch.Tensor, within: torch.Tensor, num: torch.Tensor, other: torch.Tensor, ref: torch.Tensor,
