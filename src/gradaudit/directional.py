@@ -149,7 +149,9 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         out = judge_along(phi_for(j, u), analytic, _projected(tol, u, vs), scale=scale, **_rounding(g, u, x),
                           precision=str(x.dtype).removeprefix("torch."))
         comparisons.append({"input": problem.names[j], "autograd": analytic,
-                            **{k: v for k, v in out.items() if k not in ("judged", "observed")}})
+                            **{k: v for k, v in out.items() if k not in ("judged", "observed", "verdict", "reason")},
+                            "verdict": J.NAMES[out["verdict"]],
+                            "reason": J.reason_text(out["reason"], analytic, out["numeric"], out.get("slopes"))})
         f.total = x.numel()
         if out["verdict"] == J.PASS:
             continue

@@ -88,17 +88,20 @@ class Findings:
         rows = rows.expand(judged.verdict.shape).reshape(-1)
         cols = cols.expand(judged.verdict.shape).reshape(-1)
         self.total += int(verdict.numel())
-        self.failed += int((verdict == J.FAIL).sum())
-        self.inconclusive += int((verdict == J.INCONCLUSIVE).sum())
+        if not judged.all_pass:
+            self.failed += int((verdict == J.FAIL).sum())
+            self.inconclusive += int((verdict == J.INCONCLUSIVE).sum())
         diff = judged.diff.reshape(-1)
         if diff.numel():
             at = int(diff.argmax())
             if float(diff[at]) > self.max_abs or self.at is None:
                 self.max_abs = float(diff[at])
                 self.at = self.location(output, int(rows[at]), int(cols[at]))
-            ref = reference.detach().to(torch.float64).expand_as(judged.verdict).reshape(-1).abs()
-            rel = torch.where(diff == 0, torch.zeros_like(diff), diff / ref)
-            self.max_rel = max(self.max_rel, float(rel.nan_to_num(nan=math.inf).max()))
+            ref = reference.detach().to(torch.float64).expand_as(judged.verdict).reshape(-1)
+            rel = torch.div(diff, ref.abs()).masked_fill_(diff == 0, 0.0)
+            self.max_rel = max(self.max_rel, float(rel.nan_to_num_(nan=math.inf).max()))
+        if judged.all_pass:
+            return
         # what did not pass, and passes worth a word (a kink resolved by a declared convention)
         keep = ((verdict != J.PASS) | (judged.reason.reshape(-1) == J.CONVENTION)).nonzero().flatten()
         if not keep.numel():

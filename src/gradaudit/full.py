@@ -39,7 +39,7 @@ from .evaluate import (
     steps,
 )
 from .findings import Findings
-from .tolerances import ROUNDING_ULPS, STRUCTURE_ULPS, ToleranceUsed
+from .tolerances import ROUNDING_ULPS, STRUCTURE_REL, STRUCTURE_ULPS, ToleranceUsed
 
 if TYPE_CHECKING:
     import torch
@@ -138,11 +138,12 @@ def _analytic(problem: Problem, gen: torch.Generator, info: Info) -> dict[tuple[
 
 
 def _columns(analytic: dict[tuple[int, int], torch.Tensor | None], banded: Band | None, j: int, k: int,
-             cols: torch.Tensor) -> torch.Tensor | None:
+             cols: torch.Tensor | slice) -> torch.Tensor | None:
     """autograd's columns *cols* of block (j, k) as (M_k, len(cols)); None where autograd gives None."""
     import torch
 
     if banded is not None:
+        assert isinstance(cols, torch.Tensor)
         dense = torch.zeros(banded.m, len(cols), dtype=torch.float64)
         pos = {int(c): i for i, c in enumerate(cols.tolist())}
         keep = torch.tensor([int(c) in pos for c in banded.cols.tolist()], dtype=torch.bool)
@@ -152,7 +153,7 @@ def _columns(analytic: dict[tuple[int, int], torch.Tensor | None], banded: Band 
         dense[banded.rows[keep], where] = banded.analytic[keep]
         return dense
     block = analytic.get((j, k))
-    return None if block is None else block[:, cols]
+    return None if block is None else block[:, cols]  # a slice gives a view, indices a copy
 
 
 # -- quick stage ---------------------------------------------------------------------------------
@@ -187,13 +188,13 @@ def _quick(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tenso
             numeric = [col.T for col in central_columns(problem, j, cols, h, info)]
             used = h[cols]
         for k, num in enumerate(numeric):
-            ana = _columns(analytic, None, j, k, cols)
+            ana = _columns(analytic, None, j, k, slice(a, a + len(cols)))
             obs = torch.zeros_like(num) if ana is None else ana
             judged = J.judge(obs, num, tol, reference_bound=_rounding(problem, k, used),
                              scale=_scale(problem, j, k, cols), precision=_precision(problem, j))
             rows = torch.arange(num.shape[0]).reshape(-1, 1)
-            bad = (judged.verdict != J.PASS).any(0)
-            if not bool(bad.any()):
+            bad = torch.zeros(len(cols), dtype=torch.bool) if judged.all_pass else (judged.verdict != J.PASS).any(0)
+            if judged.all_pass or not bool(bad.any()):
                 found.add(judged, obs, num, output=k, rows=rows, cols=cols.reshape(1, -1))
                 continue
             suspect.append(cols[bad])  # judged again in the final stage; the clean columns are final now
@@ -306,7 +307,7 @@ def _banded(problem: Problem, gen: torch.Generator, info: Info) -> Band | None:
             draws.append((comp[cc % width, rr] / w_num[cc],  # row r of the group holding column c
                           None if rows is None else rows[rr % width, cc] / w_ana[rr]))
         (n1, a1), (n2, a2) = draws
-        noise = STRUCTURE_ULPS * eps * f_scale[rr] / float(hmin) + 1e-7 * n1.abs()
+        noise = STRUCTURE_ULPS * eps * f_scale[rr] / float(hmin) + STRUCTURE_REL * n1.abs()
         if not bool(((n1 - n2).abs() <= noise).all()):
             continue  # the true Jacobian is not in this band
         if (a1 is None) != (a2 is None) or (a1 is not None and a2 is not None

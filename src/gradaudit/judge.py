@@ -53,6 +53,7 @@ class Judged:
     rtol: float
     ref: torch.Tensor  # the reference, float64, broadcast to the verdicts' shape
     evidence: torch.Tensor  # SAFETY times the error bounds (inf where a bound is NaN)
+    all_pass: bool = False  # known without looking at the verdicts (the common case)
 
     @property
     def rtol_term(self) -> torch.Tensor:
@@ -68,7 +69,7 @@ class Judged:
             return t.expand_as(self.verdict).reshape(-1)[index.reshape(-1)]
 
         return Judged(pick(self.verdict), pick(self.reason), pick(self.diff), self.atol, self.rtol, pick(self.ref),
-                      pick(self.evidence))
+                      pick(self.evidence), self.all_pass)
 
     def columns(self, keep: torch.Tensor) -> Judged:
         """The columns *keep* (a boolean mask) of a 2-D judged block."""
@@ -76,7 +77,7 @@ class Judged:
             return t.expand_as(self.verdict)[:, keep]
 
         return Judged(cols(self.verdict), cols(self.reason), cols(self.diff), self.atol, self.rtol, cols(self.ref),
-                      cols(self.evidence))
+                      cols(self.evidence), self.all_pass)
 
 
 def judge(observed: torch.Tensor, reference: torch.Tensor, tol: ToleranceUsed, *,
@@ -100,7 +101,7 @@ def judge(observed: torch.Tensor, reference: torch.Tensor, tol: ToleranceUsed, *
         if passed is not None:  # the same rule as below, in Python floats: one comparison costs no tensor ops
             zero = torch.zeros((), dtype=torch.int8)
             diff, ref, evidence = (torch.tensor(v, dtype=torch.float64) for v in passed)
-            return Judged(zero, zero, diff, tol.atol, tol.rtol, ref, evidence)
+            return Judged(zero, zero, diff, tol.atol, tol.rtol, ref, evidence, True)
     obs = observed.detach().to(torch.float64)
     ref = reference.detach().to(torch.float64)
     obs, ref = torch.broadcast_tensors(obs, ref)
@@ -108,15 +109,14 @@ def judge(observed: torch.Tensor, reference: torch.Tensor, tol: ToleranceUsed, *
                       + torch.as_tensor(reference_bound, dtype=torch.float64))
     # the common case first, in a few passes: every entry within its allowance, finite, and evidence
     # fine enough (its largest bound is small against the smallest natural size)
-    diff = (obs - ref).abs()
-    tolerance = tol.atol + tol.rtol * ref.abs()
-    if tol.default and bool((diff <= tolerance + bound).all()):
+    diff = torch.sub(obs, ref).abs_()  # in place where possible: fresh large tensors are costly
+    if tol.default and bool((diff <= ref.abs().mul_(tol.rtol).add_(tol.atol).add_(bound)).all()):
         top = float(bound.max()) if bound.numel() else 0.0
         size = torch.as_tensor(scale if scale is not None else 0.0, dtype=torch.float64)
         floor = float(size.min()) if size.numel() else 0.0
         if top <= limit * floor or top == 0.0:
             zeros = torch.zeros(obs.shape, dtype=torch.int8)
-            return Judged(zeros, zeros, diff, tol.atol, tol.rtol, ref, bound.expand_as(obs))
+            return Judged(zeros, zeros, diff, tol.atol, tol.rtol, ref, bound.expand_as(obs), True)
     bound = bound.expand_as(obs)
     evidence = bound.nan_to_num(nan=math.inf)
     same = obs == ref  # also makes +inf == +inf agree
@@ -131,7 +131,7 @@ def judge(observed: torch.Tensor, reference: torch.Tensor, tol: ToleranceUsed, *
     if (bool(within.all()) and bool(torch.isfinite(diff).all()) and not bool(coarse.any())
             and (beyond is None or not bool(beyond.any()))):
         zeros = torch.zeros(obs.shape, dtype=torch.int8)
-        return Judged(zeros, zeros, diff, tol.atol, tol.rtol, ref, evidence)
+        return Judged(zeros, zeros, diff, tol.atol, tol.rtol, ref, evidence, True)
     # the reason decides the verdict (VERDICT_OF); later rules take precedence over earlier ones
     reason = torch.where(within, torch.where(coarse, COARSE, OK), OUTSIDE).to(torch.int8)
     if beyond is not None:  # a tolerance the user asked for: evidence coarser than it cannot confirm it

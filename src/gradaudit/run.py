@@ -18,7 +18,7 @@ from .errors import EvaluationError
 from .findings import Findings
 from .record import ErrorInfo, Evidence, InputMeta, Record, Verdict
 from .spec import Expectation, Matches, Probe
-from .tolerances import TAYLOR_FAIL, TAYLOR_PASS, ToleranceUsed, resolve
+from .tolerances import TAYLOR_FAIL, TAYLOR_PASS, resolve
 
 if TYPE_CHECKING:
     import torch
@@ -390,4 +390,4 @@ def _judge_taylor(base: Record, check: Expectation, info: dict[str, Any]) -> Rec
                  reason=f"observed order {median:.2f} is neither 1 nor 2")
 
 
-__all__ = ["ToleranceUsed", "error_info", "expectation", "plan", "probe_expectation", "run"]
+__all__ = ["error_info", "expectation", "plan", "probe_expectation", "run"]
