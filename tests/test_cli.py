@@ -80,7 +80,7 @@ def test_a_failing_ledger_exits_1_and_keeps_the_failure_intact(cli, ledger):
 def test_a_raising_function_is_an_error_verdict(cli, ledger):
     path = ledger({"function": "log(x)", "x": -1, "analytical_gradient": -1, "methods": ["backward"]})
     res = cli("run", str(path))
-    assert res.code == 1 and "0 passed, 0 failed, 1 errors" in res.out
+    assert res.code == 1 and "0 passed, 0 failed, 1 error" in res.out
     assert "output is nan" in res.out
 
 

@@ -95,4 +95,4 @@ def test_the_expectation_hash_covers_only_the_expectation():
 def test_summary_line():
     assert summary_line({"passed": 3, "failed": 0}) == "3 passed, 0 failed"
     assert summary_line({"passed": 3, "failed": 1, "errors": 2, "expected failures": 1}) == \
-        "3 passed, 1 failed, 2 errors, 1 expected failures"
+        "3 passed, 1 failed, 2 errors, 1 expected failure"

@@ -50,7 +50,7 @@ def test_junit_pinned_for_one_record():
 def test_markdown_summary(recs):
     text = markdown(recs, {"environment": {"id": "env-test", "python": {"version": "3"}, "torch": {"version": "t"}}})
     lines = text.splitlines()
-    assert lines[2].startswith("**") and "1 failed" in lines[2] and "1 errors" in lines[2]
+    assert lines[2].startswith("**") and "1 failed" in lines[2] and "1 error," in lines[2]
     table = [line for line in lines if line.startswith("| ")]
     assert len(table) == len(recs) + 1  # header + one row per record
     assert table[1].startswith("| fail | claims [2, 5, 6] [x] | backward | stored | [2, 5, 6] | [2, 4, 6] | 1 |")

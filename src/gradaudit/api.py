@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import judge as J
-from .errors import EvaluationError, GradientMismatch, SpecError
+from .errors import EvaluationError, GradientMismatch, InputMutated, NotDeterministic, SpecError
 from .evaluate import Info, Problem, grad
 from .findings import Findings
+from .guard import CheckTimeout, time_limit
 from .naming import Described, describe, rerun
 from .record import Comparison, ErrorInfo, Evidence, InputMeta, Location, Record
 from .tolerances import Tolerance, ToleranceUsed, require_why, resolve
@@ -86,7 +87,10 @@ class CheckResult:
 # -- argument checks (before any evaluation) -----------------------------------------------------------
 
 def _validate(fn: Any, mode: Any, order: Any, seed: Any, tolerance: Any, nondet_tol: Any, forward_ad: Any,
-              name: Any) -> None:
+              name: Any, timeout: Any = None) -> None:
+    from .spec import check_timeout
+
+    check_timeout(timeout)
     if not callable(fn):
         raise SpecError(f"fn must be callable (a function, MyFunction.apply or a module); got "
                         f"{type(fn).__name__}.", field="fn")
@@ -113,7 +117,8 @@ def _as_list(inputs: Sequence[Any] | Any) -> list[Any]:
     return list(inputs) if isinstance(inputs, (tuple, list)) else [inputs]
 
 
-def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequence[str] | None) -> Problem:
+def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequence[str] | None,
+             seed: int = 0) -> Problem:
     """The problem in float64 (or the inputs' own precision, if the function refuses float64, recorded)."""
     import torch
 
@@ -132,23 +137,65 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
     labels = list(names) if names is not None else _arg_names(fn, len(xs))
     if len(labels) != len(xs) or not all(isinstance(n, str) for n in labels):
         raise SpecError(f"names must be {len(xs)} strings, one per input; got {names!r}.", field="names")
-    promoted = [x.detach().to(torch.float64) if x.is_floating_point() else x.detach() for x in xs]
-    problem = Problem(fn, promoted, labels, diff)
+    # copies: the function may write to its inputs, and the caller's tensors must stay as they were
+    promoted = [x.detach().to(torch.float64, copy=True) if x.is_floating_point() else x.detach().clone() for x in xs]
+    problem = Problem(fn, promoted, labels, diff, rng_seed=seed,
+                      rng_devices=tuple(sorted({x.device.index or 0 for x in xs if x.is_cuda})))
     try:
-        leaves = [x.detach().requires_grad_(i in diff) for i, x in enumerate(promoted)]
-        with torch.enable_grad():  # with its graph: the first backward (metadata, vᵀJ) reuses it
-            outs = problem.call(*leaves)
-        problem.outputs = _outputs(outs)
-        problem.graph = (leaves, outs)
+        _first_calls(problem)
     except EvaluationError as exc:  # the function refuses float64: check in the inputs' own precision, and say so
-        if all(p.dtype == x.dtype for p, x in zip(promoted, xs)):
+        if all(p.dtype == x.dtype for p, x in zip(promoted, xs)) or isinstance(
+                exc.original, (InputMutated, NotDeterministic)):
             raise
-        problem.inputs = [x.detach() for x in xs]
-        with torch.no_grad():
-            problem.outputs = _outputs(problem.call(*problem.inputs))
+        problem.inputs = [x.detach().clone() for x in xs]
+        problem.random = None
+        _first_calls(problem)
         problem.notes.append(f"the function failed in float64 ({type(exc.original).__name__}: {exc.original}); "
                              "checked in the inputs' own dtype")
+    if problem.random:
+        problem.notes.append(f"the function draws random numbers: every evaluation started from the same random "
+                             f"state (torch generators seeded with {seed}, the caller's state restored), so it is "
+                             "checked as one deterministic function")
     return problem
+
+
+def _first_calls(problem: Problem) -> None:
+    """The first forward (its graph kept for the first backward), then a second at the same point: the
+    outputs must be tensors, the same both times (deterministic), and the inputs unchanged (not in place)."""
+    import torch
+
+    pristine = [x.clone() for x in problem.inputs]
+    leaves = [x.detach().requires_grad_(i in problem.diff) for i, x in enumerate(problem.inputs)]
+    with torch.enable_grad():  # with its graph: the first backward (metadata, vᵀJ) reuses it
+        outs = problem.call(*leaves)
+    problem.outputs = _outputs(outs)
+    problem.graph = (leaves, outs)
+    for name, x, before in zip(problem.names, problem.inputs, pristine):
+        if not _same(x, before):
+            raise EvaluationError("the function", InputMutated(
+                f"the function changes its input '{name}' in place (through .data, .copy_ or an in-place op under "
+                "no_grad), so every evaluation sees a different point and its gradient there is not defined. "
+                f"Work on a copy inside the function ({name} = {name}.clone()); the caller's tensor is untouched"))
+    with torch.no_grad():
+        again = _outputs(problem.call(*problem.inputs))
+    for k, (a, b) in enumerate(zip(problem.outputs, again)):
+        if not _same(a, b):
+            diff = (a.to(torch.float64) - b.to(torch.float64)).abs().nan_to_num(nan=float("inf"))
+            at = int(diff.reshape(-1).argmax())
+            raise EvaluationError("the function", NotDeterministic(
+                f"not deterministic: two evaluations at the same point differ by {float(diff.max()):.3g} (output {k}, "
+                f"flat element {at}), although every evaluation started from the same torch random state. "
+                "A gradient check needs a function of its inputs alone: remove other sources of randomness "
+                "(Python's random, numpy, time) or fix them inside the function"))
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal values, NaN equal to NaN."""
+    import torch
+
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return bool(torch.equal(a, b) or (a.is_floating_point() and torch.allclose(a, b, rtol=0, atol=0, equal_nan=True)))
 
 
 def _outputs(outs: list[Any]) -> list[torch.Tensor]:
@@ -185,7 +232,8 @@ def _generator(seed: int, stream: str) -> torch.Generator:
 def check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, mode: Mode = "auto",
           tolerance: Tolerance | None = None, forward_ad: bool = False, order: int = 1, seed: int = 0,
           names: Sequence[str] | None = None, expected: Sequence[Any] | None = None,
-          nondet_tol: Tolerance | None = None, name: str | None = None) -> CheckResult:
+          nondet_tol: Tolerance | None = None, name: str | None = None, timeout: float | None = None,
+          **unknown: Any) -> CheckResult:
     """Check the backward of *fn* at *inputs* (those with ``requires_grad=True``) in float64.
 
     ``mode="full"`` judges every Jacobian entry and locates each mismatch; ``"directional"`` judges
@@ -195,11 +243,41 @@ def check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, mode: Mode = "
     bound), so the verdict does not depend on the mode. Randomness comes only from *seed*.
     An exception from *fn* or its backward gives the ``error`` verdict with the traceback kept.
     """
-    _validate(fn, mode, order, seed, tolerance, nondet_tol, forward_ad, name)
+    _refuse_unknown(unknown, "ga.check")
+    _validate(fn, mode, order, seed, tolerance, nondet_tol, forward_ad, name, timeout)
     who = describe(fn)
     repro = rerun("ga.check", who, _as_list(inputs), _options(mode, seed, forward_ad, order))
     return _check(fn, inputs, who=who, repro=repro, mode=mode, tolerance=tolerance, forward_ad=forward_ad,
-                  order=order, seed=seed, names=names, expected=expected, nondet_tol=nondet_tol, name=name)
+                  order=order, seed=seed, names=names, expected=expected, nondet_tol=nondet_tol, name=name,
+                  timeout=timeout)
+
+
+#: torch.autograd.gradcheck's arguments, and what gradaudit takes instead
+GRADCHECK_ARGUMENTS = {
+    "eps": "the step is chosen per element (Ridders' extrapolation with its own error bound); there is no eps",
+    "atol": "pass tolerance=ga.Tolerance(atol=..., rtol=..., why=\"...\")",
+    "rtol": "pass tolerance=ga.Tolerance(atol=..., rtol=..., why=\"...\")",
+    "raise_exception": "ga.check returns a result (res.ok, str(res)); ga.assert_gradients raises",
+    "nondet_tol": "pass nondet_tol=ga.Tolerance(atol=..., rtol=..., why=\"...\")",
+    "fast_mode": "pass mode=\"directional\" (vᵀJu per input, localized by bisection) or mode=\"full\"",
+    "check_undefined_grad": "a backward returning None where the numeric gradient is non-zero always fails",
+    "check_batched_grad": "not needed: gradaudit checks the function's own backward",
+    "check_grad_dtypes": "the gradient's dtype, shape and device are always checked",
+    "check_forward_ad": "pass forward_ad=True",
+    "check_backward_ad": "backward is always checked",
+    "masked": "not supported",
+}
+
+
+def _refuse_unknown(unknown: Mapping[str, Any], api: str) -> None:
+    if not unknown:
+        return
+    arg = sorted(unknown)[0]
+    hint = GRADCHECK_ARGUMENTS.get(arg)
+    if hint:
+        raise SpecError(f"{api} has no argument {arg!r} (it is torch.autograd.gradcheck's): {hint}.", field=arg)
+    raise SpecError(f"{api} has no argument {arg!r}; it takes mode, tolerance, forward_ad, order, seed, names, "
+                    "expected, nondet_tol, name and timeout.", field=arg)
 
 
 def _options(mode: str, seed: int, forward_ad: bool, order: int) -> dict[str, Any]:
@@ -210,15 +288,35 @@ def _options(mode: str, seed: int, forward_ad: bool, order: int) -> dict[str, An
 
 def _check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Described, repro: str, mode: str,
            tolerance: Tolerance | None, forward_ad: bool, order: int, seed: int, names: Sequence[str] | None,
-           expected: Sequence[Any] | None, nondet_tol: Tolerance | None, name: str | None) -> CheckResult:
+           expected: Sequence[Any] | None, nondet_tol: Tolerance | None, name: str | None,
+           timeout: float | None = None) -> CheckResult:
+    """The check under its guards: gradients on (also inside the caller's no_grad or inference_mode), the
+    caller's grad mode and random state restored after, and the time limit."""
+    import torch
+
     start = time.perf_counter()
     label = name or who.name
     try:
-        problem = _problem(fn, inputs, names)
+        with torch.inference_mode(False), torch.enable_grad(), time_limit(timeout):
+            return _checked(fn, inputs, who=who, repro=repro, mode=mode, tolerance=tolerance, forward_ad=forward_ad,
+                            order=order, seed=seed, names=names, expected=expected, nondet_tol=nondet_tol,
+                            label=label, start=start)
+    except CheckTimeout as exc:
+        timed_out = EvaluationError("timeout", exc)
+        return _errored(label, who, mode, repro, _as_list(inputs), names, timed_out, start)
+
+
+def _checked(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Described, repro: str, mode: str,
+             tolerance: Tolerance | None, forward_ad: bool, order: int, seed: int, names: Sequence[str] | None,
+             expected: Sequence[Any] | None, nondet_tol: Tolerance | None, label: str, start: float) -> CheckResult:
+    if expected is not None:
+        _precheck_expected(inputs, expected)
+    try:
+        problem = _problem(fn, inputs, names, seed)
     except EvaluationError as exc:
         return _errored(label, who, mode, repro, _as_list(inputs), names, exc, start)
     if expected is not None:
-        _check_expected(problem, expected)
+        _check_expected(problem)
     dtype = str(problem.inputs[problem.diff[0]].dtype).removeprefix("torch.")
     tol = resolve("autograd_vs_evidence", dtype, tolerance)
     require_why(tolerance, [resolve("autograd_vs_evidence", dtype)])
@@ -445,27 +543,32 @@ def _add_scalar(f: Findings, out: dict[str, Any], output: int | None, note: str)
           note=note)
 
 
-def _check_expected(problem: Problem, expected: Sequence[Any]) -> None:
+def _precheck_expected(inputs: Sequence[Any] | Any, expected: Sequence[Any]) -> None:
+    """expected= against the inputs, before any evaluation: one finite value per input that requires grad."""
     import torch
 
     if isinstance(expected, (str, bytes)) or not isinstance(expected, Sequence):
         raise SpecError(f"expected= takes one value (or tensor) per input that requires grad; got "
                         f"{type(expected).__name__}.", field="expected")
-    if len(problem.outputs) != 1 or problem.outputs[0].numel() != 1:
-        raise SpecError("expected= applies to a function with one scalar output.", field="expected")
-    if len(expected) != len(problem.diff):
-        raise SpecError(f"expected= has {len(expected)} values for {len(problem.diff)} inputs that require grad.",
+    xs = [x for x in _as_list(inputs) if torch.is_tensor(x) and x.requires_grad]
+    if len(expected) != len(xs):
+        raise SpecError(f"expected= has {len(expected)} values for {len(xs)} inputs that require grad.",
                         field="expected")
-    for pos, j in enumerate(problem.diff):
+    for pos, x in enumerate(xs):
         try:
             want = torch.as_tensor(expected[pos], dtype=torch.float64)
-            want.expand(problem.inputs[j].shape)
-        except (TypeError, ValueError, RuntimeError) as exc:
-            raise SpecError(f"expected[{pos}] cannot be compared with the gradient of '{problem.names[j]}' (shape "
-                            f"{tuple(problem.inputs[j].shape)}): {exc}.", field="expected") from None
+            want.expand(x.shape)
+        except (TypeError, ValueError, RuntimeError, OverflowError) as exc:
+            raise SpecError(f"expected[{pos}] cannot be compared with the gradient of input {pos} (shape "
+                            f"{tuple(x.shape)}): {exc}.", field="expected") from None
         if not bool(torch.isfinite(want).all()):
             raise SpecError(f"expected[{pos}] holds NaN or infinity: a gradient expectation must be finite.",
                             field="expected")
+
+
+def _check_expected(problem: Problem) -> None:
+    if len(problem.outputs) != 1 or problem.outputs[0].numel() != 1:
+        raise SpecError("expected= applies to a function with one scalar output.", field="expected")
 
 
 def _expected(problem: Problem, expected: Sequence[Any]) -> dict[int, tuple[Findings, ToleranceUsed]]:
@@ -622,26 +725,29 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
         raise SpecError("the module has no parameters that require grad.", field="model")
     names = list(params)
 
+    buffers = dict(model.named_buffers())
+
     def fn(*values: torch.Tensor) -> Any:
-        out = torch.func.functional_call(model, dict(zip(names, values)), args)
+        # fresh copies of the buffers at every evaluation: batch norm in train() mode updates its running
+        # statistics in place, and neither the model nor the next evaluation may see that
+        state = {**{n: b.clone() for n, b in buffers.items()}, **dict(zip(names, values))}
+        out = torch.func.functional_call(model, state, args)
         return loss_fn(out) if loss_fn is not None else out
 
     tensors = tuple(p.detach().clone().requires_grad_(True) for p in params.values())
-    known = ("tolerance", "forward_ad", "order", "expected", "nondet_tol", "name")
+    known = ("tolerance", "forward_ad", "order", "expected", "nondet_tol", "name", "timeout")
     unknown = sorted(set(kwargs) - set(known))
-    if unknown:
-        raise SpecError(f"check_module got unknown option(s) {', '.join(unknown)}; it takes mode, seed, "
-                        f"{', '.join(known)}.", field=unknown[0])
+    _refuse_unknown({k: kwargs[k] for k in unknown}, "ga.check_module")
     tolerance, nondet_tol = kwargs.get("tolerance"), kwargs.get("nondet_tol")
     forward_ad, order, name = kwargs.get("forward_ad", False), kwargs.get("order", 1), kwargs.get("name")
-    _validate(model, mode, order, seed, tolerance, nondet_tol, forward_ad, name)
+    _validate(model, mode, order, seed, tolerance, nondet_tol, forward_ad, name, kwargs.get("timeout"))
     who = describe(model)
     call = "ga.check_module(model, inputs" + (", loss_fn" if loss_fn is not None else "")
     extra = {k: v for k, v in _options(mode, seed, forward_ad, order).items() if v is not None}
     repro = call + "".join(f", {k}={v!r}" for k, v in extra.items()) + f")  # model: {who.name}"
     return _check(fn, tensors, who=who, repro=repro, mode=mode, tolerance=tolerance, forward_ad=forward_ad,
                   order=order, seed=seed, names=names, expected=kwargs.get("expected"), nondet_tol=nondet_tol,
-                  name=name or f"{who.name} parameters")
+                  name=name or f"{who.name} parameters", timeout=kwargs.get("timeout"))
 
 
 __all__ = ["CheckResult", "assert_gradients", "check", "check_module"]

@@ -111,18 +111,27 @@ def numeric_problem(check: Expectation) -> tuple[Problem, str | None]:
     note = None
     tensors = [s.tensor(requires_grad=False, dtype="float64" if s.dtype in ("float32", "float16", "bfloat16")
                         else None) for s in specs]
+    problem = Problem(fn, tensors, names, diff)
+
+    def first() -> torch.Tensor:  # the user's exception itself, as the other channels raise it
+        try:
+            with torch.no_grad():
+                (value,) = problem.call(*tensors)
+        except EvaluationError as exc:
+            raise exc.original from None
+        return finite_output(value, dict(zip(names, tensors)))
+
     try:
-        with torch.no_grad():
-            out = finite_output(fn(*tensors), dict(zip(names, tensors)))
+        out = first()
     except Exception as exc:  # fall back to the inputs' own precision, and say so
         native = [s.tensor(requires_grad=False) for s in specs]
         if all(a.dtype == b.dtype for a, b in zip(native, tensors)):
             raise
-        tensors = native
-        with torch.no_grad():
-            out = finite_output(fn(*tensors), dict(zip(names, tensors)))
+        problem.inputs = tensors = native
+        out = first()
         note = f"the function failed in float64 ({type(exc).__name__}: {exc}); evidence in the inputs' own dtype"
-    return Problem(fn, tensors, names, diff, outputs=[out.detach()]), note
+    problem.outputs = [out.detach()]
+    return problem, note
 
 
 def finite_difference(check: Expectation) -> Gathered:

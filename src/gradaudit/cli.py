@@ -1,6 +1,7 @@
-"""The ``gradaudit`` command line: run, plan, env.
+"""The ``gradaudit`` command line: run, plan, report, notebook, steps, env.
 
-Exit codes: 0 every check passed, 1 a check failed or errored, 2 usage or input error.
+Exit codes: 0 every check passed, 1 a check failed or errored (or was inconclusive), 2 usage or input
+error, 5 no check ran, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from typing import Any
 
 import click
 
-from .errors import EXIT_CHECK_FAILED, EXIT_USAGE, GradauditError, SpecError
+from .errors import EXIT_CHECK_FAILED, EXIT_NO_CHECKS, EXIT_USAGE, GradauditError, SpecError
+from .render.common import clean
+from .run import DEFAULT_MAX_ELEMENTS
 from .run import plan as plan_checks
 from .run import run as run_checks
 
@@ -73,6 +76,24 @@ def _report_options(f: Any) -> Any:
     return f
 
 
+def _distinct_outputs(**paths: str | None) -> None:
+    """Each report its own file, each of them a regular file (or new): checked before any work."""
+    import os
+
+    from .ledger import check_target
+
+    seen: dict[str, str] = {}
+    for option, path in paths.items():
+        if not path:
+            continue
+        check_target(path)
+        real = os.path.realpath(path)
+        if real in seen:
+            raise SpecError(f"--{seen[real]} and --{option} name the same file ({path}); one would overwrite "
+                            "the other. Give each report its own path.")
+        seen[real] = option
+
+
 def _write_reports(records: list[Any], header: dict[str, Any], html_path: str | None, junit_path: str | None,
                    markdown_path: str | None) -> list[str]:
     """Render the records to each requested file (atomically); return what was written."""
@@ -129,38 +150,58 @@ class LazyProgress:
             self.bar.stop()
 
 
+MIN_WIDTH = 40  # narrower, and the table has no room for its columns
+
+
 @cli.command()
 @click.argument("targets", nargs=-1)
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write records as JSON Lines (atomically).")
 @_report_options
 @click.option("--check", "pattern", help="Run only checks whose name contains this text.")
 @click.option("--list", "list_only", is_flag=True, help="List the checks without running them.")
-@click.option("--width", type=int, default=None, help="Table width (default: the terminal's).")
+@click.option("--width", type=click.IntRange(min=MIN_WIDTH), default=None,
+              help=f"Table width, at least {MIN_WIDTH} (default: the terminal's).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds each check may take (a check's own 'timeout' key wins); on expiry the check "
+                   "gets the error verdict and the run goes on.")
+@click.option("--max-elements", type=click.IntRange(min=1), default=DEFAULT_MAX_ELEMENTS, show_default=True,
+              help="Refuse, before any work, a check with more elements to differentiate (finite differences "
+                   "cost about 12 evaluations per element).")
 def run(targets: tuple[str, ...], json_path: str | None, html_path: str | None, junit_path: str | None,
-        markdown_path: str | None, pattern: str | None, list_only: bool, width: int | None) -> None:
+        markdown_path: str | None, pattern: str | None, list_only: bool, width: int | None, timeout: float | None,
+        max_elements: int) -> None:
     """Run the checks of built-in SUITES or ledger FILES (default: every built-in suite)."""
     from .env import environment
     from .ledger import results_text, write_atomic
     from .record import run_failed, summarize
     from .render.facts import environment_lines
     from .render.text import make_console, render
+    from .run import size_guard
 
+    _distinct_outputs(json=json_path, html=html_path, junit=junit_path, markdown=markdown_path)
     loaded = _select(_load_targets(targets), pattern)
     console = make_console(width=width)
     if list_only:
         for label, checks in loaded:
-            console.print(f"{label}:", highlight=False, markup=False)
+            console.print(f"{clean(label, newlines=False)}:", highlight=False, markup=False)
             for c in checks:
                 how = ", ".join(getattr(c, "methods", ())) or f"observation of {len(c.expected)} facts"
-                console.print(f"  {c.name} — {how} — {c.source}", highlight=False, markup=False)
+                console.print(clean(f"  {c.name} — {how} — {c.source}", newlines=False), highlight=False, markup=False)
         return
+    for label, checks in loaded:
+        try:
+            size_guard(checks, max_elements)
+        except SpecError as exc:
+            raise SpecError(exc.bare_message.replace("--max-elements N, or ga.run(..., max_elements=N)",
+                                                     "--max-elements N"), where=label) from None
     env = environment()
     records = []
     repro = {}
     progress = LazyProgress(console, sum(len(checks) for _, checks in loaded))
     try:
         for label, checks in loaded:
-            records += run_checks(checks, environment_id=env["id"], progress=progress)
+            records += run_checks(checks, environment_id=env["id"], progress=progress, timeout=timeout,
+                                  max_elements=None)
             repro.update({c.name: _repro(label, c.name) for c in checks})
     except KeyboardInterrupt:
         progress.stop()
@@ -170,14 +211,18 @@ def run(targets: tuple[str, ...], json_path: str | None, html_path: str | None, 
     progress.stop()
     counts = summarize(records)
     header = {"environment": env, "targets": [label for label, _ in loaded], "summary": counts}
-    if json_path:
-        write_atomic(json_path, results_text(records, header))
-    written = _write_reports(records, header, html_path, junit_path, markdown_path)
     render(records, console, repro=repro, environment_lines=environment_lines(env))
-    if json_path:
-        console.print(f"records: {json_path}", highlight=False, markup=False)
+    written = []
+    if json_path:  # after the table: a file that cannot be written does not hide the results
+        write_atomic(json_path, results_text(records, header))
+        written.append(f"records: {json_path}")
+    written += _write_reports(records, header, html_path, junit_path, markdown_path)
     for line in written:
-        console.print(line, highlight=False, markup=False)
+        console.print(clean(line), highlight=False, markup=False)
+    if not any(r.executed and r.verdict != "skipped" for r in records):
+        click.echo("gradaudit: no checks ran: every record was skipped or nothing needs a gradient "
+                   "(as pytest, exit 5).", err=True)
+        sys.exit(EXIT_NO_CHECKS)
     if run_failed(counts):
         sys.exit(EXIT_CHECK_FAILED)
 
@@ -189,6 +234,9 @@ def report(results: str, html_path: str | None, junit_path: str | None, markdown
     """Re-render saved RESULTS (from run --json) as HTML, JUnit or Markdown, without recomputing."""
     from .ledger import read_results
 
+    if not (html_path or junit_path or markdown_path):
+        raise SpecError("say what to write: --html PATH, --junit PATH and/or --markdown PATH.")
+    _distinct_outputs(results=results, html=html_path, junit=junit_path, markdown=markdown_path)
     header, records = read_results(results)
     if not (html_path or junit_path or markdown_path):
         raise SpecError("say what to write: --html PATH, --junit PATH and/or --markdown PATH.")
@@ -307,14 +355,15 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: user errors become one readable paragraph and exit code 2."""
     try:
         cli.main(args=argv, prog_name="gradaudit", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("aborted.", err=True)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo("interrupted: nothing was written; results files are replaced only when a run completes, so "
+                   "earlier ones are untouched.", err=True)
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()
         sys.exit(EXIT_USAGE)
     except GradauditError as exc:
-        click.echo(f"gradaudit: error: {exc}", err=True)
+        click.echo(f"gradaudit: error: {clean(str(exc), newlines=False)}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

@@ -7,6 +7,7 @@ from typing import Any
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_USAGE = 2
+EXIT_NO_CHECKS = 5  # as pytest: nothing was checked
 
 
 class GradauditError(Exception):
@@ -47,6 +48,14 @@ class EvaluationError(Exception):
         self.where = where
         self.original = original
         super().__init__(f"{where}: {type(original).__name__}: {original}")
+
+
+class NotDeterministic(RuntimeError):
+    """Two evaluations of the user's function at the same point (and the same random state) differ."""
+
+
+class InputMutated(RuntimeError):
+    """The user's function wrote to one of its inputs."""
 
 
 class GradientMismatch(AssertionError):

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import EvaluationError
+from .guard import expired, fixed_rng
 from .numeric import RIDDERS_BASE, RIDDERS_COLUMNS, ridders_tensor
 from .tolerances import ROUNDING_ULPS, STRUCTURE_ULPS
 
@@ -50,11 +51,25 @@ class Problem:
     used: dict[int, list[bool]] = field(default_factory=dict)  # per output: which checked inputs autograd reaches
     _noise: list[torch.Tensor] | None = None
     graph: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None  # leaves and outputs of the first forward
+    random: bool | None = None  # draws random numbers (found on the first call): evaluated from one fixed state
+    rng_seed: int = 0
+    rng_devices: tuple[int, ...] = ()  # CUDA devices whose generators are fixed too
 
     def call(self, *xs: torch.Tensor) -> list[torch.Tensor]:
-        """The function's outputs as a list; its exceptions become EvaluationError('function')."""
+        """The function's outputs as a list; its exceptions become EvaluationError('function').
+
+        Every call starts from the same random state (torch's generators seeded with ``rng_seed``,
+        the caller's state restored after), until the first call shows the function draws nothing."""
+        expired()
         try:
-            out = self.fn(*xs)
+            if self.random is False:
+                out = self.fn(*xs)
+            else:
+                with fixed_rng(self.rng_seed, self.rng_devices):
+                    before = None if self.random else _rng_states(self.rng_devices)
+                    out = self.fn(*xs)
+                    if before is not None:
+                        self.random = not all(a.equal(b) for a, b in zip(before, _rng_states(self.rng_devices)))
         except EvaluationError:
             raise
         except Exception as exc:
@@ -78,6 +93,12 @@ class Problem:
         if self._noise is None:
             self._noise = measure_noise(self)
         return self._noise[k]
+
+
+def _rng_states(devices: tuple[int, ...]) -> list[torch.Tensor]:
+    import torch
+
+    return [torch.random.default_generator.get_state()] + [torch.cuda.get_rng_state(d) for d in devices]
 
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, **kwargs: Any) -> tuple[Any, ...]:
@@ -166,7 +187,7 @@ def batched_outputs(problem: Problem, j: int, batch: torch.Tensor, info: Info) -
     import torch
 
     n = batch.shape[0]
-    if n <= SMALL_BATCH or problem.vmap.get(j) is False:
+    if n <= SMALL_BATCH or problem.vmap.get(j) is False or problem.random is not False:
         info.setdefault("evaluation", "loop")
         return _loop(problem, j, batch)
     size = _chunk(problem)

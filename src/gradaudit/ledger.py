@@ -14,8 +14,10 @@ written without a decimal point become float64: evidence is float64 by default.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -36,8 +38,9 @@ else:  # pragma: no cover
 RECORD_KEYS = (
     "name", "function", "inputs", "analytical_gradient", "derivation", "tolerance", "methods",
     "protocol", "expect_error", "expect", "expect_why", "source", "dtype", "device",
-    "observed_gradient", "executed", "step", "scheme", "convention",
+    "observed_gradient", "executed", "step", "scheme", "convention", "timeout",
 )
+MAX_NESTING = 64  # levels of lists and tables in a ledger or results line (a 10-d tensor needs 10)
 FILE_KEYS = ("checks", "suite", "source", "title", "description", "dtype", "device")
 INPUT_KEYS = ("value", "dtype", "device", "requires_grad")
 
@@ -60,18 +63,47 @@ def read_ledger(path: str | Path) -> list[Expectation]:
 
 def parse_text(text: str, suffix: str, *, where: str) -> Any:
     """Parse JSON or TOML text; errors say line and column."""
-    if suffix == ".toml":
-        try:
-            return tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise SpecError(f"is not valid TOML: {exc}. Fix the syntax at that place.", where=where) from None
-    if suffix not in (".json", ""):
+    if suffix not in (".json", ".toml", ""):
         raise SpecError(f"has the extension '{suffix}'; ledgers are .json or .toml files.", where=where)
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        if suffix == ".toml":
+            data = tomllib.loads(text)
+        else:
+            data = json.loads(text, parse_constant=_refuse_constant)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"is not valid TOML: {exc}. Fix the syntax at that place.", where=where) from None
     except json.JSONDecodeError as exc:
         raise SpecError(f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}. "
                         "Fix the syntax at that place.", where=where) from None
+    except (RecursionError, ValueError) as exc:
+        raise SpecError(_parse_failure(exc), where=where) from None
+    check_nesting(data, where=where)
+    return data
+
+
+def _parse_failure(exc: BaseException) -> str:
+    """The message for a parser that gave up: nesting too deep, or an integer too long to read."""
+    if isinstance(exc, RecursionError):
+        return (f"is nested too deeply to read (lists or tables inside each other; at most {MAX_NESTING} levels "
+                "are allowed). A ledger needs a few levels: records, inputs, nested lists for tensors.")
+    if "digits" in str(exc):
+        return ("holds an integer with more than 4300 digits; ledger numbers must fit a float64 "
+                "(at most about 1.8e308). Write the number you mean.")
+    return f"cannot be read: {exc}."
+
+
+def check_nesting(data: Any, *, where: str) -> None:
+    """Refuse data nested deeper than MAX_NESTING (checked without recursion)."""
+    stack = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise SpecError(f"is nested too deeply (more than {MAX_NESTING} levels of lists or tables); a ledger "
+                            "needs a few levels: records, inputs, nested lists for tensors.", where=where)
+        if isinstance(value, Mapping):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, depth + 1) for v in value)
 
 
 def _refuse_constant(name: str) -> Any:
@@ -80,6 +112,7 @@ def _refuse_constant(name: str) -> Any:
 
 def parse_ledger(data: Any, *, where: str, suite: str = "") -> list[Expectation]:
     """Turn parsed ledger data into checks."""
+    check_nesting(data, where=where)
     defaults: dict[str, Any] = {}
     if isinstance(data, Mapping) and "checks" in data:
         unknown = sorted(set(data) - set(FILE_KEYS))
@@ -125,9 +158,10 @@ def _check_from_record(rec: Any, defaults: Mapping[str, Any], *, suite: str, whe
                         field="observed_gradient")
     dtype = rec.get("dtype", defaults.get("dtype", "float64"))
     device = rec.get("device", defaults.get("device", "cpu"))
-    raw_inputs = dict(rec.get("inputs") or {})
     if "inputs" in rec and not isinstance(rec["inputs"], Mapping):
-        raise SpecError("'inputs' must be an object of name: value.", field="inputs")
+        raise SpecError("'inputs' must be an object of name: value, e.g. {\"x\": 3.0}; got "
+                        f"{type(rec['inputs']).__name__}.", field="inputs")
+    raw_inputs = dict(rec.get("inputs") or {})
     for key, value in rec.items():
         if key not in RECORD_KEYS:
             if key in raw_inputs:
@@ -151,7 +185,7 @@ def _check_from_record(rec: Any, defaults: Mapping[str, Any], *, suite: str, whe
             kwargs[key] = tuple(rec[key])
     if "tolerance" in rec:
         kwargs["tolerance"] = _tolerance(rec["tolerance"])
-    for key in ("step", "scheme", "convention"):
+    for key in ("step", "scheme", "convention", "timeout"):
         if key in rec:
             kwargs[key] = rec[key]
     if "expect_error" in rec:
@@ -200,26 +234,68 @@ def _expected_error(value: Any) -> ExpectedError:
 
 # -- results -------------------------------------------------------------------------
 
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write *text* to *path* so that a reader sees the old file or the new one, never half."""
+def check_target(path: str | Path) -> Path:
+    """The file a report will replace: a regular file or a new one, never a FIFO, device or directory.
+    A symbolic link is followed (the link stays, its target is replaced). Returns the path to write."""
     p = Path(path)
+    target = Path(os.path.realpath(p)) if p.is_symlink() else p
     try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        return target
     except OSError as exc:
-        raise GradauditError(f"{path}: cannot write results here: {exc}. Choose a writable path.") from None
+        raise GradauditError(f"{path}: cannot write results here: {exc.strerror}. Choose a writable path.") from None
+    if stat.S_ISDIR(mode):
+        raise GradauditError(f"{path} is a directory; give the path of a results file inside it.")
+    if not stat.S_ISREG(mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a character device" if stat.S_ISCHR(mode)
+                else "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "special")
+        raise GradauditError(f"{path} is {kind}, not a regular file; results are written atomically by replacing "
+                             "a regular file, which would destroy it. Give the path of a file.")
+    return target
+
+
+def _clean_stale(directory: Path, name: str) -> None:
+    """Remove temp files of *name* left by a run that was killed (its process is gone)."""
+    for tmp in directory.glob(f".{glob.escape(name)}.*.tmp"):
+        pid = tmp.name[len(name) + 2:].split(".", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass  # alive, or not ours to signal: leave it
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write *text* to *path* so that a reader sees the old file or the new one, never half.
+
+    Only a regular file (or a new one) is replaced; a failure (a full disk, a read-only file system,
+    no permission) raises GradauditError with the message, leaves the earlier file as it was and
+    removes the temporary file."""
+    target = check_target(path)
+    tmp: str | None = None
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600: give results the usual permissions
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _clean_stale(target.parent, target.name)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.fchmod(fh.fileno(), 0o666 & ~umask)  # mkstemp makes 0600: give results the usual permissions
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as exc:
+        raise GradauditError(f"{path}: cannot write results: {exc.strerror or exc}. The earlier file (if any) is "
+                             "unchanged; free space or choose a writable path.") from None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
 
 
 def results_text(records: Iterable[Record], header: Mapping[str, Any]) -> str:
@@ -277,8 +353,13 @@ def read_results(path: str | Path) -> tuple[dict[str, Any], list[Record]]:
             continue
         try:
             obj = json.loads(line, parse_constant=_refuse_constant)
-        except (json.JSONDecodeError, RecursionError, ValueError) as exc:
-            raise SpecError(f"line {n} is not valid JSON: {getattr(exc, 'msg', exc)}.", where=str(path)) from None
+            check_nesting(obj, where=f"line {n}")
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"line {n} is not valid JSON: {exc.msg}.", where=str(path)) from None
+        except (RecursionError, ValueError) as exc:
+            raise SpecError(f"line {n} {_parse_failure(exc)}", where=str(path)) from None
+        except SpecError as exc:
+            raise SpecError(f"line {n} {exc.bare_message}", where=str(path)) from None
         kind = obj.get("kind") if isinstance(obj, dict) else None
         if kind == "run":
             header = obj

@@ -38,7 +38,7 @@ VERDICTS: tuple[str, ...] = typing.get_args(Verdict)
 
 #: outcomes, in the order a summary lists them, and whether each makes a run fail.
 OUTCOMES = {
-    "passed": False, "failed": True, "inconclusive": False, "errors": True,
+    "passed": False, "failed": True, "inconclusive": True, "errors": True,
     "expected failures": False, "unexpected passes": True, "skipped": False, "planned": False,
 }
 
@@ -340,9 +340,10 @@ def summarize(records: Sequence[Record]) -> dict[str, int]:
 def summary_line(counts: Mapping[str, int]) -> str:
     """``N passed, N failed`` plus the other outcomes that occurred."""
     parts = [f"{counts.get('passed', 0)} passed", f"{counts.get('failed', 0)} failed"]
+    singular = {"errors": "error", "expected failures": "expected failure", "unexpected passes": "unexpected pass"}
     for key in ("errors", "inconclusive", "expected failures", "unexpected passes", "skipped", "planned"):
         if counts.get(key):
-            parts.append(f"{counts[key]} {key}")
+            parts.append(f"{counts[key]} {singular.get(key, key) if counts[key] == 1 else key}")
     return ", ".join(parts)
 
 

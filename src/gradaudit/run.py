@@ -5,6 +5,7 @@ every piece of evidence, passing or failing, becomes a record.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import time
 import traceback
@@ -14,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 from . import expr as _expr
 from . import judge as J
 from .channels import CHANNELS, STORED_OR_RETURNED, Gathered
-from .errors import EvaluationError
+from .errors import EvaluationError, SpecError
 from .findings import Findings
+from .guard import CheckTimeout, expired, time_limit
+from .numeric import RIDDERS_COLUMNS
 from .record import ErrorInfo, Evidence, InputMeta, Record, Verdict
 from .spec import Expectation, Matches, Probe
 from .tolerances import TAYLOR_FAIL, TAYLOR_PASS, resolve
@@ -25,6 +28,7 @@ if TYPE_CHECKING:
 
 Progress = Callable[[Expectation | Probe], None]
 KEEP = 20  # located comparisons kept in a record
+DEFAULT_MAX_ELEMENTS = 100_000  # per check, summed over the inputs that require grad (see size_guard)
 
 
 def written(value: Any) -> Any:
@@ -120,18 +124,69 @@ def plan(checks: Iterable[Expectation | Probe], *, environment_id: str | None = 
 
 
 def run(checks: Iterable[Expectation | Probe], *, environment_id: str | None = None,
-        progress: Progress | None = None) -> list[Record]:
-    """Execute every check through each of its methods; return all records."""
+        progress: Progress | None = None, timeout: float | None = None,
+        max_elements: int | None = DEFAULT_MAX_ELEMENTS) -> list[Record]:
+    """Execute every check through each of its methods; return all records.
+
+    *timeout* (seconds) applies to each check without its own ``timeout``: on expiry the check gets
+    the error verdict and the run goes on. *max_elements* refuses, before any work, a check whose
+    inputs that require grad hold more elements than that (None: no limit); the cost model is in
+    :func:`size_guard`.
+    """
+    from .spec import check_timeout
+
+    checks = list(checks)
+    check_timeout(timeout)
+    size_guard(checks, max_elements)
     records: list[Record] = []
     for check in checks:
         if isinstance(check, Probe):
-            records.extend(_run_probe(check, environment_id))
+            records.extend(_run_probe(check, environment_id, timeout))
         else:
-            for method in check.methods:
-                records.extend(_run_method(check, method, environment_id))
+            records.extend(_run_expectation(check, environment_id, timeout))
         if progress is not None:
             progress(check)
     return records
+
+
+def size_guard(checks: Iterable[Expectation | Probe], max_elements: int | None) -> None:
+    """Refuse a check with more than *max_elements* elements to differentiate, before any work.
+
+    The cost model: finite differences estimate every element, 2·RIDDERS_COLUMNS evaluations of the
+    function per element by default (Ridders), batched so that one call holds at most ~16 MB; for a
+    function whose own cost grows with its N input elements (any sum), the time grows as N². backward
+    and autograd.grad cost one forward and one backward each.
+    """
+    if max_elements is None:
+        return
+    if isinstance(max_elements, bool) or not isinstance(max_elements, int) or max_elements < 1:
+        raise SpecError(f"max_elements must be a positive integer or None; got {max_elements!r}.",
+                        field="max_elements")
+    for check in checks:
+        if isinstance(check, Probe):
+            continue
+        n = sum(math.prod(check.inputs[name].shape) for name in check.grad_inputs)
+        if n > max_elements:
+            evaluations = 2 * RIDDERS_COLUMNS * n
+            raise SpecError(f"the check '{check.name}' differentiates {n} elements, more than the limit of "
+                            f"{max_elements}: finite differences would evaluate its function about {evaluations:.2g} "
+                            "times. Check a smaller input, or raise the limit (--max-elements N, or "
+                            "ga.run(..., max_elements=N)) if that cost is intended.", field="max_elements")
+
+
+def _run_expectation(check: Expectation, environment_id: str | None, timeout: float | None) -> list[Record]:
+    """Every method of one check under its time limit; after a timeout the remaining methods get the
+    error verdict without running."""
+    limit = check.timeout if check.timeout is not None else timeout
+    done: list[list[Record]] = []
+    try:
+        with time_limit(limit):
+            for method in check.methods:
+                done.append(_run_method(check, method, environment_id))
+    except CheckTimeout as exc:
+        for method in check.methods[len(done):]:
+            done.append(_run_method(check, method, environment_id, raised=exc))
+    return [r for part in done for r in part]
 
 
 def error_info(exc: BaseException, where: str | None = None) -> ErrorInfo:
@@ -148,23 +203,25 @@ def _done(base: Record, verdict: Verdict, expect: Any, **fields: Any) -> Record:
 
 # -- probes: observed facts ---------------------------------------------------------------------
 
-def _run_probe(probe: Probe, environment_id: str | None) -> list[Record]:
+def _run_probe(probe: Probe, environment_id: str | None, timeout: float | None = None) -> list[Record]:
     reason = probe.skip_unless() if probe.skip_unless else None
     if reason:
         return [dataclasses.replace(probe_expectation(probe, f), environment=environment_id, verdict="skipped",
                                     outcome="skipped", reason=reason) for f in probe.expected]
     start = time.perf_counter()
+    raised: BaseException | None = None
     try:
-        facts: Any = dict(probe.run())
-        raised = None
-    except Exception as exc:
+        with time_limit(timeout):
+            facts: Any = dict(probe.run())
+    except (Exception, CheckTimeout) as exc:
         facts, raised = {}, exc
     elapsed = round(time.perf_counter() - start, 6)
     out = []
     for fact, expected in probe.expected.items():
         base = dataclasses.replace(probe_expectation(probe, fact), environment=environment_id, elapsed_s=elapsed)
         if raised is not None:
-            out.append(_done(base, "error", probe.expect, error=error_info(raised, "probe")))
+            where = "timeout" if isinstance(raised, CheckTimeout) else "probe"
+            out.append(_done(base, "error", probe.expect, error=error_info(raised, where)))
         elif fact not in facts:
             out.append(_done(base, "error", probe.expect,
                              error=ErrorInfo("KeyError", f"the probe reported no '{fact}'", "", "probe")))
@@ -210,14 +267,16 @@ def _flat_index(t: torch.Tensor) -> torch.Tensor:
 
 # -- gradient expectations -----------------------------------------------------------------------
 
-def _run_method(check: Expectation, method: str, environment_id: str | None) -> list[Record]:
+def _run_method(check: Expectation, method: str, environment_id: str | None,
+                raised: BaseException | None = None) -> list[Record]:
     start = time.perf_counter()
     gathered: Gathered | None = None
-    raised: BaseException | None = None
-    try:
-        gathered = CHANNELS[method](check)
-    except Exception as exc:  # kept whole in the record, never re-raised
-        raised = exc
+    if raised is None:
+        expired()
+        try:
+            gathered = CHANNELS[method](check)
+        except (Exception, CheckTimeout) as exc:  # kept whole in the record, never re-raised
+            raised = exc
     elapsed = round(time.perf_counter() - start, 6)
     if check.expect_error is not None:
         base = dataclasses.replace(expectation(check, None, method), environment=environment_id, elapsed_s=elapsed)
@@ -226,7 +285,8 @@ def _run_method(check: Expectation, method: str, environment_id: str | None) -> 
     for name in check.grad_inputs:
         base = dataclasses.replace(expectation(check, name, method), environment=environment_id, elapsed_s=elapsed)
         if raised is not None:
-            out.append(_done(base, "error", check.expect, error=error_info(raised, "the function")))
+            where = "timeout" if isinstance(raised, CheckTimeout) else "the function"
+            out.append(_done(base, "error", check.expect, error=error_info(raised, where)))
             continue
         assert gathered is not None
         try:

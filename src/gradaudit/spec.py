@@ -119,10 +119,12 @@ class Expectation:
     step: float | None = None
     scheme: str = "auto"
     convention: Mapping[str, Any] = field(default_factory=dict)
+    timeout: float | None = None  # seconds; on expiry the check gets the error verdict and the run goes on
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise SpecError("every check needs a non-empty 'name'.", field="name")
+        check_timeout(self.timeout)
         if self.step is not None and (isinstance(self.step, bool) or not isinstance(self.step, (int, float))
                                       or not 0 < self.step < 1):
             raise SpecError(f"'step' is the finite-difference step h, a number in (0, 1); got {self.step!r}.",
@@ -211,6 +213,15 @@ class Expectation:
         return _expected_as_tensor(self.convention[name], self.inputs, name)
 
 
+def check_timeout(timeout: Any, field: str = "timeout") -> None:
+    """A timeout is None or a positive, finite number of seconds."""
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
+        raise SpecError(f"{field} is the seconds a check may take, a positive number such as 30; got "
+                        f"{timeout!r}.", field=field)
+
+
 def source_of(fn: Any) -> str:
     """The text of an expression or the source of a callable (read once per function)."""
     if isinstance(fn, _expr.Expr):
@@ -248,7 +259,7 @@ def _dtype_of(value: Any) -> dict[str, Any]:
 
 
 def _validated_input(spec: InputSpec) -> InputSpec:
-    if spec.dtype not in DTYPES:
+    if not isinstance(spec.dtype, str) or spec.dtype not in DTYPES:
         raise SpecError(f"dtype {spec.dtype!r} is not supported; use one of {', '.join(DTYPES)}.",
                         field=f"{spec.name}.dtype")
     if spec.requires_grad and spec.dtype not in FLOAT_DTYPES:
@@ -257,15 +268,38 @@ def _validated_input(spec: InputSpec) -> InputSpec:
             "exist only for floating-point tensors. Write the value with a decimal point "
             f"(e.g. 3.0) or set dtype=float64.", field=spec.name)
     _check_value(spec.value, spec.name)
+    _device_available(spec)
     try:
         spec.tensor(requires_grad=False)
     except (TypeError, ValueError, RuntimeError) as exc:
         raise SpecError(f"the value of '{spec.name}' cannot become a {spec.dtype} tensor on "
                         f"{spec.device}: {exc}. Give a number or a rectangular nested list.",
                         field=spec.name) from None
+    except Exception as exc:  # e.g. torch's AssertionError for a device this build lacks
+        raise SpecError(f"the input '{spec.name}' cannot be placed on device {spec.device!r}: "
+                        f"{type(exc).__name__}: {exc}. Use a device this machine has (`gradaudit env` lists them).",
+                        field=f"{spec.name}.device") from None
     if not isinstance(spec.requires_grad, bool):
         raise SpecError("requires_grad must be true or false.", field=f"{spec.name}.requires_grad")
     return spec
+
+
+def _device_available(spec: InputSpec) -> None:
+    import torch
+
+    if not isinstance(spec.device, str):
+        raise SpecError(f"device must be a string such as 'cpu' or 'cuda'; got {spec.device!r}.",
+                        field=f"{spec.name}.device")
+    try:
+        device = torch.device(spec.device)
+    except (RuntimeError, ValueError):
+        raise SpecError(f"the input '{spec.name}' names device {spec.device!r}, which is not a torch device; "
+                        "write 'cpu', 'cuda', 'cuda:1', 'mps' ...", field=f"{spec.name}.device") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        why = "this torch build has no CUDA" if torch.version.cuda is None else "no CUDA device is visible"
+        raise SpecError(f"the input '{spec.name}' asks for device {spec.device!r}, which is not available here "
+                        f"({why}). Run the ledger on a machine with a GPU, or use device 'cpu'.",
+                        field=f"{spec.name}.device")
 
 
 def _check_value(value: Any, name: str) -> None:
@@ -282,6 +316,21 @@ def _check_value(value: Any, name: str) -> None:
     elif not isinstance(value, (int, float)):
         raise SpecError(f"the value of '{name}' must be a number or a nested list of numbers; "
                         f"got {type(value).__name__}.", field=name)
+    else:
+        _finite_number(value, f"the value of '{name}'", name)
+
+
+def _finite_number(value: float, what: str, field: str) -> None:
+    """A written number must be a finite float64: 1e400 (inf), NaN and 400-digit integers are refused."""
+    try:
+        as_float = float(value)
+    except OverflowError:
+        raise SpecError(f"{what} is an integer of {len(str(abs(int(value))))} digits, too large for a float64 "
+                        "(at most about 1.8e308). Write the number you mean.", field=field) from None
+    if not math.isfinite(as_float):
+        raise SpecError(f"{what} is {as_float}, which is not finite (a literal such as 1e400 overflows to "
+                        "infinity). Gradients are checked at finite points: write a finite number.",
+                        field=field)
 
 
 def _drawn_from(values: Sequence[str], vocabulary: tuple[str, ...], field: str) -> tuple[str, ...]:
@@ -320,6 +369,11 @@ def _normalise_expected(expected: Any, inputs: Mapping[str, InputSpec], *, parti
                             "gradient must be an object keyed by input name, e.g. "
                             "{\"w\": -12, \"b\": -6}.", field=field)
         expected = {grad_names[0]: expected}
+    for name in expected:
+        if name not in inputs:
+            raise SpecError(f"'{field}' names '{name}', which is not an input "
+                            f"(inputs: {', '.join(inputs)}).{_expr._suggest(str(name), tuple(inputs))}",
+                            field=field)
     missing = [n for n in grad_names if n not in expected]
     if missing and not partial:
         raise SpecError(f"no analytical gradient for the input(s) {', '.join(missing)}: write the "
@@ -327,10 +381,6 @@ def _normalise_expected(expected: Any, inputs: Mapping[str, InputSpec], *, parti
                         field="analytical_gradient")
     out: dict[str, Any] = {}
     for name, value in expected.items():
-        if name not in inputs:
-            raise SpecError(f"'{field}' names '{name}', which is not an input "
-                            f"(inputs: {', '.join(inputs)}).{_expr._suggest(name, tuple(inputs))}",
-                            field=field)
         if not inputs[name].requires_grad:
             raise SpecError(f"'{name}' has requires_grad=false, so it has no gradient to expect.",
                             field=f"{field}.{name}")
@@ -367,8 +417,8 @@ def _expected_as_tensor(value: Any, inputs: Mapping[str, InputSpec], name: str) 
         if not bool(torch.isfinite(tensor).all()):
             bad = [i for i, v in enumerate(tensor.reshape(-1).tolist()) if not math.isfinite(v)]
             raise SpecError(f"the expected gradient holds {tensor.reshape(-1)[bad[0]].item()} (at flat element "
-                            f"{bad[0]}): an expectation must be a finite number. A value such as 1e400 overflows "
-                            "to infinity; write the derivative you derived.", field=where)
+                            f"{bad[0]}), which is not finite: an expectation must be a finite number. A value "
+                            "such as 1e400 overflows to infinity; write the derivative you derived.", field=where)
     if tensor.dim() == 0 and shape != ():
         return tensor.expand(shape).clone()
     if tuple(tensor.shape) != shape:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..record import Record, summarize, summary_line
+from .common import clean
 from .text import COLUMNS, detail_lines, row
 
 VERDICTS = ("pass", "fail", "error", "inconclusive", "skipped", "planned")
@@ -36,9 +37,9 @@ def render_html(records: Sequence[Record], header: Mapping[str, Any] | None = No
     items = []
     for r in records:
         interesting = r.outcome not in ("passed", "planned")
-        items.append({"verdict": _verdict(r), "outcome": r.outcome, "cells": row(r),
-                      "title": f"{r.check} — {r.method}", "open": r.outcome in ("failed", "errors"),
-                      "detail": "\n".join(detail_lines(r)),
+        items.append({"verdict": _verdict(r), "outcome": r.outcome, "cells": [clean(c, newlines=False) for c in row(r)],
+                      "title": clean(f"{r.check} — {r.method}", newlines=False),
+                      "open": r.outcome in ("failed", "errors"), "detail": clean("\n".join(detail_lines(r))),
                       "plot": _plot(r) if plots and interesting else None})
     env = jinja2.Environment(loader=jinja2.PackageLoader("gradaudit.render", "templates"),
                              autoescape=jinja2.select_autoescape(["html", "j2"]))

@@ -256,8 +256,9 @@ def mismatch_lines(d: Discrepancy, indent: str = "  ", *, located: bool = False)
             place = (f"{clean(c.input)} | {idx(c.element)} | {c.output} | {idx(c.output_element)} | " if outputs
                      else f"{idx(c.element)} | ")
             allowed = fmt_number(c.allowance.total) if c.allowance else "—"
-            verdict = c.verdict + (f" ({c.kind}: {clean(c.reason, newlines=False)})" if c.kind not in ("value",)
-                                   else "")
+            reason = clean(c.reason, newlines=False)
+            label = reason if reason.startswith(f"{c.kind}:") else f"{c.kind}: {reason}"
+            verdict = c.verdict + (f" ({label})" if c.kind not in ("value",) else "")
             out.append(f"{indent}  {place}{fmt_number(c.reference)} | {fmt_number(c.observed)} | "
                        f"{fmt_number(c.abs)} | {rel_text(c.rel, c.reference)} | {allowed} | {verdict}")
         more = bad + d.inconclusive - min(len(worst), SHOWN)

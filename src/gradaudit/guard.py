@@ -1,0 +1,83 @@
+"""Guards around the user's code: a time limit, and one fixed random state for every evaluation.
+
+``time_limit(seconds)`` raises :class:`CheckTimeout` when the time is up: from a SIGALRM timer
+where that exists (the main thread of a POSIX process, so a function that hangs in Python code is
+interrupted), and at the next evaluation otherwise. The timer and the previous SIGALRM handler
+are restored on the way out. ``CheckTimeout`` derives from BaseException so that a user's
+``except Exception`` cannot swallow it.
+
+``fixed_rng(seed, devices)`` runs one evaluation from the same random state every time (dropout
+draws the same mask at every point, so the function is deterministic and checkable) and restores
+the caller's random state afterwards.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+_deadline = threading.local()
+
+
+class CheckTimeout(BaseException):
+    """The check ran past its ``timeout``."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        super().__init__(f"timeout: the check did not finish within {seconds:g} s (timeout={seconds:g}); "
+                         "it was stopped and the run went on. Raise timeout=, or check a smaller input.")
+
+
+def expired() -> None:
+    """Raise CheckTimeout if the current time limit has passed (called before each evaluation)."""
+    limit = getattr(_deadline, "value", None)
+    if limit is not None and time.monotonic() > limit[0]:
+        raise CheckTimeout(limit[1])
+
+
+@contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Stop the enclosed work with CheckTimeout after *seconds* (None: no limit)."""
+    if seconds is None:
+        yield
+        return
+    outer = getattr(_deadline, "value", None)
+    _deadline.value = (time.monotonic() + seconds, seconds)
+    use_signal = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not use_signal:
+        try:
+            yield
+        finally:
+            _deadline.value = outer
+        return
+
+    def _alarm(signum: int, frame: Any) -> None:
+        raise CheckTimeout(seconds)
+
+    start = time.monotonic()
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    earlier = signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        _deadline.value = outer
+        if earlier[0] > 0:  # the caller's own timer, less the time spent here
+            signal.setitimer(signal.ITIMER_REAL, max(earlier[0] - (time.monotonic() - start), 1e-3), earlier[1])
+
+
+@contextmanager
+def fixed_rng(seed: int, devices: Sequence[int] = ()) -> Iterator[None]:
+    """Seed torch's CPU generator (and those of the given CUDA devices) with *seed*; restore them after."""
+    import torch
+
+    with torch.random.fork_rng(devices=list(devices), device_type="cuda"):
+        torch.random.default_generator.manual_seed(seed)
+        for d in devices:
+            torch.cuda.default_generators[d].manual_seed(seed)
+        yield
