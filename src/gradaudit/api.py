@@ -118,36 +118,72 @@ def _as_list(inputs: Sequence[Any] | Any) -> list[Any]:
 
 
 def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequence[str] | None,
-             seed: int = 0) -> Problem:
-    """The problem in float64 (or the inputs' own precision, if the function refuses float64, recorded)."""
-    import torch
+             seed: int = 0, kwargs: Mapping[str, Any] | None = None) -> Problem:
+    """The problem in float64 (or the inputs' own precision, if the function refuses float64, recorded).
 
-    xs = _as_list(inputs)
-    if not xs or not all(torch.is_tensor(x) for x in xs):
-        raise SpecError("inputs must be a tensor or a tuple of tensors, e.g. (x,) with "
-                        "x = torch.randn(3, dtype=torch.float64, requires_grad=True).", field="inputs")
-    diff = [i for i, x in enumerate(xs) if x.requires_grad]
-    if not diff:
-        raise SpecError("no input has requires_grad=True, so there is no gradient to check; create the inputs "
-                        "with requires_grad=True.", field="inputs")
-    for i in diff:
-        if not xs[i].is_floating_point():
-            raise SpecError(f"input {i} has dtype {xs[i].dtype}; gradients exist only for floating-point tensors.",
+    The inputs are flattened (nested tuples, lists and dicts of tensors); the tensors that require grad
+    are checked, everything else (numbers, dims, tensors without requires_grad) is passed through
+    unchanged. A complex input is checked as its real and imaginary parts (torch.view_as_real), and a
+    complex output likewise, which is Wirtinger calculus as gradcheck does it: a backward missing a
+    conj() fails."""
+    import torch
+    from torch.utils._pytree import keystr, tree_flatten_with_path, tree_unflatten
+
+    args = _as_list(inputs)
+    if not args:
+        raise SpecError("inputs must be a tensor or a tuple of arguments holding at least one tensor with "
+                        "requires_grad=True, e.g. (x,) or (x, 0).", field="inputs")
+    paths, spec = tree_flatten_with_path(args)
+    xs = [leaf for _, leaf in paths]
+    for x in xs:
+        if torch.is_tensor(x) and x.layout != torch.strided:
+            raise SpecError(f"a {x.layout} input is not supported: gradaudit perturbs dense tensors element by "
+                            "element. Pass x.to_dense() and, if the function needs it, convert back inside.",
                             field="inputs")
-    labels = list(names) if names is not None else _arg_names(fn, len(xs))
-    if len(labels) != len(xs) or not all(isinstance(n, str) for n in labels):
-        raise SpecError(f"names must be {len(xs)} strings, one per input; got {names!r}.", field="names")
+    diff = [i for i, x in enumerate(xs) if torch.is_tensor(x) and x.requires_grad]
+    if not diff:
+        raise SpecError("no input is a tensor with requires_grad=True, so there is no gradient to check; create "
+                        "the inputs to check with requires_grad=True (other arguments pass through unchanged).",
+                        field="inputs")
+    for i in diff:
+        if not (xs[i].is_floating_point() or xs[i].is_complex()):
+            raise SpecError(f"input {i} has dtype {xs[i].dtype}; gradients exist only for floating-point and "
+                            "complex tensors.", field="inputs")
+    flat = len(xs) != len(args) or any(isinstance(a, (list, tuple, dict)) for a in args)
+    if names is not None:
+        if isinstance(names, str) or len(names) != len(xs) or not all(isinstance(n, str) for n in names):
+            raise SpecError(f"names must be {len(xs)} strings, one per input{' (after flattening)' if flat else ''}; "
+                            f"got {names!r}.", field="names")
+        labels = list(names)
+    else:
+        top = _arg_names(fn, len(args))
+        labels = [top[path[0].idx] + keystr(path[1:]) if flat else top[i]  # type: ignore[attr-defined]
+                  for i, (path, _) in enumerate(paths)]
+    complex_in = [i for i in diff if xs[i].is_complex()]
+    call: Callable[..., Any] = fn
+    if flat or complex_in or kwargs:
+        fixed = dict(kwargs or {})
+
+        def call(*leaves: Any) -> Any:
+            values = [torch.view_as_complex(v) if i in complex_in else v for i, v in enumerate(leaves)]
+            rebuilt = tree_unflatten(values, spec) if flat else values
+            return fn(*rebuilt, **fixed)
+
     # copies: the function may write to its inputs, and the caller's tensors must stay as they were
-    promoted = [x.detach().to(torch.float64, copy=True) if x.is_floating_point() else x.detach().clone() for x in xs]
-    problem = Problem(fn, promoted, labels, diff, rng_seed=seed,
-                      rng_devices=tuple(sorted({x.device.index or 0 for x in xs if x.is_cuda})))
+    promoted = [_evidence_copy(x) for x in xs]
+    problem = Problem(call, promoted, labels, diff, rng_seed=seed,
+                      rng_devices=tuple(sorted({x.device.index or 0 for x in xs if torch.is_tensor(x) and x.is_cuda})))
+    if complex_in:
+        problem.notes.append("complex input(s) " + ", ".join(repr(labels[i]) for i in complex_in) + " checked as "
+                             "their real and imaginary parts (element [..., 0] real, [..., 1] imaginary): "
+                             "Wirtinger calculus, as gradcheck")
     try:
         _first_calls(problem)
     except EvaluationError as exc:  # the function refuses float64: check in the inputs' own precision, and say so
         if all(p.dtype == x.dtype for p, x in zip(promoted, xs)) or isinstance(
                 exc.original, (InputMutated, NotDeterministic)):
             raise
-        problem.inputs = [x.detach().clone() for x in xs]
+        problem.inputs = [_evidence_copy(x, float64=False) for x in xs]
         problem.random = None
         _first_calls(problem)
         problem.notes.append(f"the function failed in float64 ({type(exc.original).__name__}: {exc.original}); "
@@ -159,19 +195,43 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
     return problem
 
 
+def _evidence_copy(x: Any, *, float64: bool = True) -> Any:
+    """A private copy of one input: float64 (complex128) for evidence, a complex input as its real view;
+    non-tensors as they are."""
+    import torch
+
+    if not torch.is_tensor(x):
+        return x
+    t = x.detach()
+    if float64 and t.is_floating_point():
+        t = t.to(torch.float64, copy=True)
+    elif float64 and t.is_complex():
+        t = t.to(torch.complex128, copy=True)
+    else:
+        t = t.clone()
+    return torch.view_as_real(t).clone() if t.is_complex() else t
+
+
 def _first_calls(problem: Problem) -> None:
     """The first forward (its graph kept for the first backward), then a second at the same point: the
     outputs must be tensors, the same both times (deterministic), and the inputs unchanged (not in place)."""
     import torch
 
-    pristine = [x.clone() for x in problem.inputs]
-    leaves = [x.detach().requires_grad_(i in problem.diff) for i, x in enumerate(problem.inputs)]
+    pristine = [x.clone() if torch.is_tensor(x) else None for x in problem.inputs]
+    leaves = problem.leaves()
+    problem.keep = None
     with torch.enable_grad():  # with its graph: the first backward (metadata, vᵀJ) reuses it
         outs = problem.call(*leaves)
+    problem.keep, left_out = _kept_outputs(outs)
+    if not problem.keep:
+        _outputs(outs)  # says what the function returned instead of floating-point tensors
+    outs = problem.select(outs)
     problem.outputs = _outputs(outs)
     problem.graph = (leaves, outs)
+    if left_out:
+        problem.notes.append("left out of the check (as gradcheck does): " + "; ".join(left_out))
     for name, x, before in zip(problem.names, problem.inputs, pristine):
-        if not _same(x, before):
+        if before is not None and not _same(x, before):
             raise EvaluationError("the function", InputMutated(
                 f"the function changes its input '{name}' in place (through .data, .copy_ or an in-place op under "
                 "no_grad), so every evaluation sees a different point and its gradient there is not defined. "
@@ -196,6 +256,23 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     return bool(torch.equal(a, b) or (a.is_floating_point() and torch.allclose(a, b, rtol=0, atol=0, equal_nan=True)))
+
+
+def _kept_outputs(outs: list[Any]) -> tuple[list[int], list[str]]:
+    """Which outputs are checked: floating or complex tensors that require grad (all floating ones when none
+    does, so a function that detaches its only output still fails); the others, and why they are left out."""
+    import torch
+
+    numeric = [k for k, o in enumerate(outs) if torch.is_tensor(o) and (o.is_floating_point() or o.is_complex())]
+    keep = [k for k in numeric if outs[k].requires_grad] or numeric
+    left = []
+    for k, o in enumerate(outs):
+        if k in keep:
+            continue
+        what = (f"{str(o.dtype).removeprefix('torch.')} tensor" if torch.is_tensor(o) else type(o).__name__)
+        why = "does not require grad" if k in numeric else "not differentiable"
+        left.append(f"output {k} ({what}, {why})")
+    return keep, left if keep else []
 
 
 def _outputs(outs: list[Any]) -> list[torch.Tensor]:
@@ -233,7 +310,7 @@ def check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, mode: Mode = "
           tolerance: Tolerance | None = None, forward_ad: bool = False, order: int = 1, seed: int = 0,
           names: Sequence[str] | None = None, expected: Sequence[Any] | None = None,
           nondet_tol: Tolerance | None = None, name: str | None = None, timeout: float | None = None,
-          **unknown: Any) -> CheckResult:
+          kwargs: Mapping[str, Any] | None = None, **unknown: Any) -> CheckResult:
     """Check the backward of *fn* at *inputs* (those with ``requires_grad=True``) in float64.
 
     ``mode="full"`` judges every Jacobian entry and locates each mismatch; ``"directional"`` judges
@@ -245,11 +322,14 @@ def check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, mode: Mode = "
     """
     _refuse_unknown(unknown, "ga.check")
     _validate(fn, mode, order, seed, tolerance, nondet_tol, forward_ad, name, timeout)
+    if kwargs is not None and not (isinstance(kwargs, Mapping) and all(isinstance(k, str) for k in kwargs)):
+        raise SpecError(f"kwargs must be a dict of keyword arguments for fn, e.g. {{'dim': 1}}; got {kwargs!r}.",
+                        field="kwargs")
     who = describe(fn)
     repro = rerun("ga.check", who, _as_list(inputs), _options(mode, seed, forward_ad, order))
     return _check(fn, inputs, who=who, repro=repro, mode=mode, tolerance=tolerance, forward_ad=forward_ad,
                   order=order, seed=seed, names=names, expected=expected, nondet_tol=nondet_tol, name=name,
-                  timeout=timeout)
+                  timeout=timeout, kwargs=kwargs)
 
 
 #: torch.autograd.gradcheck's arguments, and what gradaudit takes instead
@@ -277,7 +357,7 @@ def _refuse_unknown(unknown: Mapping[str, Any], api: str) -> None:
     if hint:
         raise SpecError(f"{api} has no argument {arg!r} (it is torch.autograd.gradcheck's): {hint}.", field=arg)
     raise SpecError(f"{api} has no argument {arg!r}; it takes mode, tolerance, forward_ad, order, seed, names, "
-                    "expected, nondet_tol, name and timeout.", field=arg)
+                    "expected, nondet_tol, name, timeout and kwargs.", field=arg)
 
 
 def _options(mode: str, seed: int, forward_ad: bool, order: int) -> dict[str, Any]:
@@ -289,7 +369,7 @@ def _options(mode: str, seed: int, forward_ad: bool, order: int) -> dict[str, An
 def _check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Described, repro: str, mode: str,
            tolerance: Tolerance | None, forward_ad: bool, order: int, seed: int, names: Sequence[str] | None,
            expected: Sequence[Any] | None, nondet_tol: Tolerance | None, name: str | None,
-           timeout: float | None = None) -> CheckResult:
+           timeout: float | None = None, kwargs: Mapping[str, Any] | None = None) -> CheckResult:
     """The check under its guards: gradients on (also inside the caller's no_grad or inference_mode), the
     caller's grad mode and random state restored after, and the time limit."""
     import torch
@@ -300,7 +380,7 @@ def _check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Describe
         with torch.inference_mode(False), torch.enable_grad(), time_limit(timeout):
             return _checked(fn, inputs, who=who, repro=repro, mode=mode, tolerance=tolerance, forward_ad=forward_ad,
                             order=order, seed=seed, names=names, expected=expected, nondet_tol=nondet_tol,
-                            label=label, start=start)
+                            label=label, start=start, kwargs=kwargs)
     except CheckTimeout as exc:
         timed_out = EvaluationError("timeout", exc)
         return _errored(label, who, mode, repro, _as_list(inputs), names, timed_out, start)
@@ -308,11 +388,12 @@ def _check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Describe
 
 def _checked(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Described, repro: str, mode: str,
              tolerance: Tolerance | None, forward_ad: bool, order: int, seed: int, names: Sequence[str] | None,
-             expected: Sequence[Any] | None, nondet_tol: Tolerance | None, label: str, start: float) -> CheckResult:
+             expected: Sequence[Any] | None, nondet_tol: Tolerance | None, label: str, start: float,
+             kwargs: Mapping[str, Any] | None = None) -> CheckResult:
     if expected is not None:
         _precheck_expected(inputs, expected)
     try:
-        problem = _problem(fn, inputs, names, seed)
+        problem = _problem(fn, inputs, names, seed, kwargs)
     except EvaluationError as exc:
         return _errored(label, who, mode, repro, _as_list(inputs), names, exc, start)
     if expected is not None:
@@ -393,7 +474,7 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
         xs, outs = problem.graph
         problem.graph = None  # released after these two backward passes
     else:
-        xs = [x.detach().requires_grad_(i in problem.diff) for i, x in enumerate(problem.inputs)]
+        xs = problem.leaves()
         with torch.enable_grad():
             outs = problem.call(*xs)
     cot = [v.to(o.dtype) for v, o in zip(vs, outs)]
@@ -505,7 +586,7 @@ def _second_order(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, in
             return grad(outs, [xs[i] for i in problem.diff], vs, create_graph=create, allow_unused=True)
 
     found = {}
-    xs = [x.detach().requires_grad_(i in problem.diff) for i, x in enumerate(problem.inputs)]
+    xs = problem.leaves()
     first = grad_of(xs, True)
     ws = [None if g is None else torch.rand(g.shape, generator=gen, dtype=torch.float64).to(g.dtype) + 0.5
           for g in first]
@@ -576,7 +657,7 @@ def _expected(problem: Problem, expected: Sequence[Any]) -> dict[int, tuple[Find
     autograd-vs-expectation table."""
     import torch
 
-    xs = [x.detach().requires_grad_(i in problem.diff) for i, x in enumerate(problem.inputs)]
+    xs = problem.leaves()
     with torch.enable_grad():
         out = problem.call(*xs)[0].reshape(())
     grads = grad(out, [xs[i] for i in problem.diff], allow_unused=True)

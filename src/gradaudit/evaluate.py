@@ -54,6 +54,7 @@ class Problem:
     random: bool | None = None  # draws random numbers (found on the first call): evaluated from one fixed state
     rng_seed: int = 0
     rng_devices: tuple[int, ...] = ()  # CUDA devices whose generators are fixed too
+    keep: list[int] | None = None  # the (flattened) outputs that are checked; None: all of them
 
     def call(self, *xs: torch.Tensor) -> list[torch.Tensor]:
         """The function's outputs as a list; its exceptions become EvaluationError('function').
@@ -74,7 +75,21 @@ class Problem:
             raise
         except Exception as exc:
             raise EvaluationError("the function", exc) from exc
-        return list(out) if isinstance(out, (tuple, list)) else [out]
+        return self.select(_flat_outputs(out))
+
+    def select(self, outs: list[Any]) -> list[Any]:
+        """The checked outputs among all of them, a complex one as its real view (real, imaginary)."""
+        if self.keep is None:
+            return outs
+        return [_real(outs[k]) for k in self.keep]
+
+    def leaves(self) -> list[Any]:
+        """The inputs for a forward with a graph: the checked ones as fresh leaves that require grad, the
+        other tensors detached, everything else as it is."""
+        import torch
+
+        return [x.detach().requires_grad_(i in self.diff) if torch.is_tensor(x) else x
+                for i, x in enumerate(self.inputs)]
 
     def with_input(self, j: int, value: torch.Tensor) -> list[torch.Tensor]:
         xs = list(self.inputs)
@@ -93,6 +108,25 @@ class Problem:
         if self._noise is None:
             self._noise = measure_noise(self)
         return self._noise[k]
+
+
+def _flat_outputs(out: Any) -> list[Any]:
+    """The leaves of whatever the function returned: a tensor, a tuple/list/dict of them, nested."""
+    import torch
+
+    if torch.is_tensor(out):
+        return [out]
+    if not isinstance(out, (tuple, list, dict)):
+        return [out]
+    from torch.utils._pytree import tree_flatten
+
+    return list(tree_flatten(out)[0])
+
+
+def _real(t: Any) -> Any:
+    import torch
+
+    return torch.view_as_real(t) if torch.is_tensor(t) and t.is_complex() else t
 
 
 def _rng_states(devices: tuple[int, ...]) -> list[torch.Tensor]:
@@ -161,7 +195,8 @@ def _bytes_per_call(problem: Problem) -> int:
     plus the inputs and outputs."""
     import torch
 
-    total = 8 * (sum(x.numel() for x in problem.inputs) + sum(o.numel() for o in problem.outputs))
+    total = 8 * (sum(x.numel() for x in problem.inputs if torch.is_tensor(x))
+                 + sum(o.numel() for o in problem.outputs))
 
     def pack(t: torch.Tensor) -> torch.Tensor:
         nonlocal total
@@ -169,7 +204,7 @@ def _bytes_per_call(problem: Problem) -> int:
             total += t.numel() * t.element_size()
         return t
 
-    xs = [x.detach().requires_grad_(i in problem.diff) for i, x in enumerate(problem.inputs)]
+    xs = problem.leaves()
     with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         problem.call(*xs)
     return int(total)
@@ -390,7 +425,7 @@ def analytic_rows(problem: Problem, k: int, weights: torch.Tensor, info: Info) -
 
     out_shape = problem.outputs[k].shape
     cot = weights.reshape(weights.shape[0], *out_shape).to(problem.outputs[k].dtype)
-    xs = [x.detach().requires_grad_(i in problem.diff) for i, x in enumerate(problem.inputs)]
+    xs = problem.leaves()
     with torch.enable_grad():
         out = problem.call(*xs)[k]
     wrt = [xs[i] for i in problem.diff]
