@@ -330,7 +330,7 @@ def test_sigint_during_a_run_keeps_the_earlier_results_byte_identical(tmp_path):
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert "Traceback" not in err and "interrupted" in err and "untouched" in err
+    assert "Traceback" not in err and "interrupted" in err and "untouched" in err, err
     assert out.read_bytes() == b"earlier\n"
 
 

@@ -42,3 +42,68 @@ def test_fixture_marker_and_lazy_torch(tmp_path):
                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "3 passed" in res.stdout
+
+
+def test_assert_module_and_audit_training_fail_the_test(tmp_path):
+    (tmp_path / "test_user.py").write_text(textwrap.dedent('''
+        import pytest
+        import torch
+
+        class Doubled(torch.autograd.Function):  # forward x, backward 2 g: wrong by a factor 2
+            @staticmethod
+            def forward(ctx, x):
+                return x.clone()
+
+            @staticmethod
+            def backward(ctx, g):
+                return 2 * g
+
+        class Broken(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(3, 2).double()
+
+            def forward(self, x):
+                return Doubled.apply(self.lin(x))
+
+        def test_assert_module_fails_a_broken_module(gradaudit):
+            x = torch.randn(4, 3, dtype=torch.float64)
+            assert not gradaudit.check_module(Broken(), (x,)).ok  # the plain form returns the result
+            with pytest.raises(AssertionError, match="lin.weight"):
+                gradaudit.assert_module(Broken(), (x,))
+
+        def test_assert_module_passes_a_correct_module(gradaudit):
+            assert gradaudit.assert_module(torch.nn.Linear(3, 2).double(), (torch.randn(4, 3).double(),)).ok
+
+        def test_audit_training_fails_on_a_forgotten_zero_grad(gradaudit):
+            model = torch.nn.Linear(3, 1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            data = [(torch.randn(8, 3), torch.randn(8, 1))] * 3
+
+            def step(batch):  # no opt.zero_grad(): gradients pile up
+                loss = ((model(batch[0]) - batch[1]) ** 2).mean()
+                loss.backward()
+                opt.step()
+                return loss.item()
+
+            with pytest.raises(AssertionError, match="grad_accumulates"):
+                gradaudit.audit_training(step, data, model=model, optimizer=opt)
+
+        def test_audit_training_passes_a_correct_loop(gradaudit):
+            model = torch.nn.Linear(3, 1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+            def step(batch):
+                opt.zero_grad()
+                loss = ((model(batch[0]) - batch[1]) ** 2).mean()
+                loss.backward()
+                opt.step()
+                return loss.item()
+
+            assert gradaudit.audit_training(step, [(torch.randn(8, 3), torch.randn(8, 1))] * 3, model=model,
+                                            optimizer=opt).ok
+    '''))
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error",
+                          "test_user.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "4 passed" in res.stdout

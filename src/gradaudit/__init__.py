@@ -32,8 +32,10 @@ __all__ = [
     "Record",
     "SpecError",
     "Tolerance",
+    "TrainingAudit",
     "__version__",
     "assert_gradients",
+    "audit_training",
     "check",
     "check_module",
     "plan",
@@ -42,3 +44,11 @@ __all__ = [
     "run",
     "write_results",
 ]
+
+
+def __getattr__(name: str) -> object:  # ga.audit_training without importing torch at `import gradaudit`
+    if name in ("audit_training", "TrainingAudit"):
+        from . import training
+
+        return getattr(training, name)
+    raise AttributeError(f"module 'gradaudit' has no attribute {name!r}")

@@ -22,7 +22,8 @@ def pytest_configure(config: Any) -> None:
 
 
 class GradauditFixture:
-    """ga.check / ga.assert_gradients / ga.check_module with the marker's options as defaults."""
+    """ga.check / ga.assert_gradients / ga.check_module (and its raising form assert_module) with the marker's
+    options as defaults, and ga.audit_training in its raising form."""
 
     def __init__(self, **defaults: Any):
         self.defaults = defaults
@@ -39,9 +40,31 @@ class GradauditFixture:
         return assert_gradients(fn, inputs, **{**self.defaults, **options})
 
     def check_module(self, model: Any, inputs: Any, loss_fn: Any = None, **options: Any) -> Any:
+        """The result, pass or not (use ``assert_module`` to fail the test on a wrong gradient)."""
         from .api import check_module
 
         return check_module(model, inputs, loss_fn, **{**self.defaults, **options})
+
+    def assert_module(self, model: Any, inputs: Any, loss_fn: Any = None, **options: Any) -> Any:
+        """``check_module`` that fails the test (GradientMismatch, an AssertionError) unless it passes."""
+        __tracebackhide__ = True
+        from .errors import GradientMismatch
+
+        result = self.check_module(model, inputs, loss_fn, **options)
+        if not result.ok:
+            raise GradientMismatch(result.report(), result.records)
+        return result
+
+    def audit_training(self, step: Any, batches: Any, **options: Any) -> Any:
+        """``ga.audit_training`` that fails the test with the readable audit when it finds anything."""
+        __tracebackhide__ = True
+        from .errors import GradientMismatch
+        from .training import audit_training
+
+        audit = audit_training(step, batches, **options)
+        if not audit.ok:
+            raise GradientMismatch(audit.report(), audit.records)
+        return audit
 
 
 @pytest.fixture

@@ -169,3 +169,16 @@ def require_why(user: Tolerance | None, defaults: list[ToleranceUsed], *, field:
             "'why'. Tolerances are never changed silently: add why=\"...\" saying what makes this tolerance right "
             "(precision, step, a known approximation), or remove the tolerance to use the default.",
             field=f"{field}.why")
+
+
+# -- the training-step doctor (ga.audit_training) ----------------------------------------------------
+
+#: param_not_updated is reported only where the gradient was large enough that an SGD step with this small
+#: a learning rate would move the largest weight by more than one ulp (|g|max * lr > eps * |p|max). Below
+#: that, an unchanged value can be honest rounding (a tiny gradient against a large weight), not a bug;
+#: Adam-like optimizers move every weight by about lr whatever the gradient, so they are not held to it.
+MIN_VISIBLE_LR = 1e-4
+
+#: A graph of an earlier step is "kept alive" when at least this many of its autograd nodes are still
+#: reachable after a later step ends: one is enough (a kept loss holds its whole graph).
+MIN_KEPT_NODES = 1

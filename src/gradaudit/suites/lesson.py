@@ -305,6 +305,43 @@ def _bug_broadcast() -> dict[str, Any]:
             "shape after squeezing the target": list(right.shape), "right MSE": (right**2).mean()}
 
 
+def _doctor() -> dict[str, Any]:
+    """Each common bug planted in the lesson's own linear-regression loop, and what ga.audit_training
+    finds there (kind: where), three steps each."""
+    import torch
+
+    from ..training import audit_training
+
+    def audit(bug: str) -> str:
+        x, y, w, b = _params()
+        if bug == "broadcast":
+            y = y.reshape(-1, 1)  # targets as a column: (4) - (4,1) -> (4,4)
+        kept = []
+
+        def step(batch: Any) -> float:
+            loss = _loss(x, y, w, b)
+            loss.backward()
+            if bug == "inplace":
+                w.sub_(0.01 * w.grad)  # in place on a leaf, outside torch.no_grad()
+            with torch.no_grad():
+                w.sub_(0.01 * w.grad)
+                b.sub_(0.01 * b.grad)
+            if bug != "zero_grad":
+                w.grad, b.grad = None, None
+            if bug == "keep":
+                kept.append(loss)  # the tensor, not loss.item()
+            return loss.item()
+
+        found = audit_training(step, range(3), params={"w": w, "b": b}).findings
+        return "; ".join(f"{f.kind}: {f.where}" for f in found) or "no findings"
+
+    return {"bug 1, w.sub_(lr * w.grad) outside no_grad": audit("inplace"),
+            "bug 2, no zeroing between steps": audit("zero_grad"),
+            "bug 3, the loss tensors kept": audit("keep"),
+            "the broadcasting bug, targets as (4,1)": audit("broadcast"),
+            "the lesson's loop as written": audit("none")}
+
+
 # -- tensor basics ------------------------------------------------------------------------------
 
 def _dtypes() -> dict[str, Any]:
@@ -498,4 +535,16 @@ def checks() -> list[Expectation | Probe]:
             derivation="pred [1, 2, 3] minus targets [[1], [2], [4]] gives the 3x3 grid of p_j - t_i, squares "
                        "summing to 5 + 2 + 14 = 21, mean 21/9 = 7/3; matched shapes give errors 0, 0, -1, mean 1/3",
             source=_src("The Silent Broadcasting Bug")),
+        Probe("the common bugs, found by ga.audit_training in the lesson's loop", _doctor, {
+            "bug 1, w.sub_(lr * w.grad) outside no_grad": "inplace_leaf_update: w",
+            "bug 2, no zeroing between steps": "grad_accumulates: w; grad_accumulates: b",
+            "bug 3, the loss tensors kept": "graph_kept_alive: mean((4,)) -> ()",
+            "the broadcasting bug, targets as (4,1)": "broadcast_in_loss: sub((4,), (4, 1)) -> (4, 4)",
+            "the lesson's loop as written": "no findings"},
+            derivation="the in-place update raises on w, the first leaf it touches, which ends the audit; without "
+                       "zeroing both w.grad and b.grad carry the previous step's gradient; a kept loss keeps its "
+                       "graph, whose root is the mean of the 4 squared errors; w*x + b has shape (4) and the "
+                       "targets (4,1), so their difference is the (4,4) grid; the lesson's loop zeroes, updates "
+                       "under no_grad and keeps loss.item()",
+            source=_src("Common Bugs")),
     ]

@@ -1,0 +1,881 @@
+"""The training-step doctor: run the user's own ``step(batch)`` a few times and say what is wrong
+with the loop around the gradients, each finding named by parameter (or op and shapes), with the
+evidence and the fix.
+
+``ga.audit_training(step, batches, model=..., optimizer=...)`` watches the steps it runs and
+nothing else:
+
+- hooks on every trainable parameter see each gradient arrive, and what ``.grad`` already held
+  (``grad_accumulates``, ``param_no_grad``, ``non_finite_grad``);
+- the parameters' values before and after each step (``param_not_updated``), and what the optimizer
+  holds and sees when its ``step()`` runs (``param_not_in_optimizer`` and the cause of a missing update);
+- a ``TorchFunctionMode`` sees every torch call of the step: elementwise ops that broadcast two
+  different shapes into a grid (``broadcast_in_loss``, confirmed on the path of a backward pass),
+  the in-place update of a leaf that raised (``inplace_leaf_update``), and one liveness probe per
+  autograd node, so that graphs of earlier steps still alive are counted (``graph_kept_alive``) and
+  the op whose backward first produced a non-finite gradient can be named.
+
+Everything installed is removed before the audit returns (also when the step raises); the audit
+draws no random numbers and writes to no tensor of the user's.
+
+>>> import torch, gradaudit.training as T
+>>> torch.manual_seed(0) and None
+>>> model = torch.nn.Linear(3, 1)
+>>> opt = torch.optim.SGD(model.parameters(), lr=0.1)
+>>> x, y = torch.randn(8, 3), torch.randn(8, 1)
+>>> def step(batch):
+...     opt.zero_grad()
+...     loss = ((model(batch[0]) - batch[1]) ** 2).mean()
+...     loss.backward()
+...     opt.step()
+...     return loss.item()
+>>> audit = T.audit_training(step, [(x, y)] * 3, model=model, optimizer=opt)
+>>> audit.ok, audit.findings
+(True, ())
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import math
+import os
+import sys
+import time
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from . import judge as J
+from .errors import SpecError
+from .record import Record
+from .tolerances import MIN_KEPT_NODES, MIN_VISIBLE_LR
+
+KINDS: tuple[str, ...] = (
+    "grad_accumulates", "broadcast_in_loss", "graph_kept_alive", "param_not_in_optimizer", "param_no_grad",
+    "param_not_updated", "non_finite_grad", "inplace_leaf_update",
+)
+
+# what torch says when a leaf that requires grad is modified in place outside torch.no_grad()
+LEAF_INPLACE = "leaf Variable that requires grad"
+
+# elementwise ops of two tensors whose broadcasting can build the (N,1)-(N,) grid; pointwise losses broadcast
+# their input against their target the same way before reducing
+BROADCASTING = frozenset({
+    "add", "sub", "mul", "div", "true_divide", "floor_divide", "rsub", "radd", "rmul", "rdiv", "rtruediv",
+    "pow", "rpow", "remainder", "fmod", "atan2", "hypot", "maximum", "minimum", "fmax", "fmin", "xlogy",
+    "copysign", "subtract", "multiply", "divide", "squared_difference", "mse_loss", "l1_loss",
+    "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits", "poisson_nll_loss", "where",
+})
+
+_SKIP_DIRS = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing wrong with the training loop: its kind, where (parameter name, or op and shapes),
+    what happened with the evidence and the fix, and the step (1-based) where it was first seen."""
+
+    kind: str
+    where: str
+    message: str
+    step: int | None = None
+    expected: str = ""
+    observed: str = ""
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, repr=False)
+class TrainingAudit:
+    """What ``audit_training`` found: ``.ok``, ``.findings``, ``.records`` (one failing record per
+    finding, one passing or skipped record per kind without findings); ``str()`` is the report."""
+
+    name: str
+    findings: tuple[Finding, ...]
+    records: tuple[Record, ...]
+    steps_run: int
+    steps: int
+    params: tuple[str, ...]
+    frozen: tuple[str, ...] = ()
+    optimizer: str | None = None
+    accumulate: int = 1
+    losses: tuple[float | None, ...] = ()
+    checked: tuple[str, ...] = ()
+    not_checked: Mapping[str, str] = field(default_factory=dict)
+    stopped: str | None = None
+    elapsed_s: float = field(default=0.0, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def of_kind(self, kind: str) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.kind == kind)
+
+    def report(self) -> str:
+        from .render.training import report
+
+        return report(self)
+
+    def __str__(self) -> str:
+        return self.report()
+
+    def __repr__(self) -> str:
+        return self.report()
+
+    def __rich__(self) -> str:
+        from .render.text import rich_text
+
+        return rich_text(self.report())
+
+
+# -- small helpers ---------------------------------------------------------------------------------------------
+
+def _shape(shape: Iterable[int]) -> str:
+    s = tuple(int(d) for d in shape)
+    return "(" + ", ".join(map(str, s)) + ("," if len(s) == 1 else "") + ")"
+
+
+def _numel(shape: Sequence[int]) -> int:
+    return math.prod(int(d) for d in shape)
+
+
+def _num(v: float) -> str:
+    return f"{v:.3g}"
+
+
+def _steps_text(steps: Sequence[int]) -> str:
+    s = [str(i) for i in steps]
+    if len(s) <= 1:
+        return "step " + "".join(s)
+    return "steps " + ", ".join(s[:-1]) + " and " + s[-1]
+
+
+def _dense(t: torch.Tensor) -> torch.Tensor:
+    t = t.detach()
+    if t.is_sparse:
+        t = t.coalesce().values()
+    if t.is_complex():
+        t = torch.view_as_real(t)
+    return t
+
+
+def _amax(t: torch.Tensor) -> torch.Tensor:
+    """max |t| as a 0-d float64 tensor, without a sync (nan if any element is nan). One pass
+    (aminmax; torch.linalg.vector_norm(t, inf) is many times slower on CPU)."""
+    t = _dense(t)
+    if t.numel() == 0 or not (t.is_floating_point() or t.is_complex()):
+        return torch.zeros((), dtype=torch.float64, device=t.device)
+    lo, hi = torch.aminmax(t)
+    return torch.maximum(hi, -lo).to(torch.float64)
+
+
+def _total(t: torch.Tensor) -> torch.Tensor:
+    """sum of t (finite exactly when every element is, short of an overflow that only huge gradients reach)."""
+    t = _dense(t)
+    if not t.is_floating_point():
+        return torch.zeros((), dtype=torch.float64, device=t.device)
+    if t.element_size() < 4:
+        return t.sum(dtype=torch.float32)
+    return t.sum()
+
+
+def _values(items: Sequence[torch.Tensor]) -> list[float]:
+    """0-d tensors to floats, one transfer per device."""
+    out: list[float] = [0.0] * len(items)
+    by_device: dict[torch.device, list[int]] = {}
+    for i, t in enumerate(items):
+        by_device.setdefault(t.device, []).append(i)
+    for idxs in by_device.values():
+        vals = torch.stack([items[i].reshape(()) for i in idxs]).tolist()
+        for i, v in zip(idxs, vals):
+            out[i] = float(v)
+    return out
+
+
+def _user_location() -> str | None:
+    """file:line of the innermost frame outside torch and gradaudit (the user's code)."""
+    f = sys._getframe(2)
+    while f is not None:
+        name = f.f_code.co_filename
+        if not name.startswith(_SKIP_DIRS):
+            return f"{os.path.basename(name)}:{f.f_lineno}"
+        f = f.f_back  # type: ignore[assignment]
+    return None
+
+
+def _op_name(func: Any) -> str:
+    name = getattr(func, "__name__", None) or type(func).__name__
+    if name == "__get__":
+        name = getattr(getattr(func, "__self__", None), "__name__", name)
+    if name.startswith("__") and name.endswith("__") and len(name) > 4:
+        name = name[2:-2]
+    return str(name)
+
+
+# -- what is watched -------------------------------------------------------------------------------------------
+
+class _Op:
+    """One torch call of the step that produced a tensor with autograd history."""
+
+    __slots__ = ("name", "inputs", "output", "step", "index", "location", "reached", "grid")
+
+    def __init__(self, name: str, inputs: tuple[tuple[int, ...], ...], output: tuple[int, ...], step: int,
+                 index: int, location: str | None):
+        self.name, self.inputs, self.output = name, inputs, output
+        self.step, self.index, self.location = step, index, location
+        self.reached = False  # its backward ran
+        self.grid: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None = None
+
+    @property
+    def signature(self) -> str:
+        return f"{self.name}({', '.join(_shape(s) for s in self.inputs)}) -> {_shape(self.output)}"
+
+    @property
+    def grid_text(self) -> str:
+        """The op with the two shapes it broadcast and the grid they made (a loss's grid, not its reduction)."""
+        assert self.grid is not None
+        a, b, g = self.grid
+        return f"{self.name}({_shape(a)}, {_shape(b)}) -> {_shape(g)}"
+
+    @property
+    def at(self) -> str:
+        return f" at {self.location}" if self.location else ""
+
+
+class _Probe:
+    """Registered on an autograd node: alive exactly as long as the node; marks the op as reached by a
+    backward pass, and keeps the finiteness of the gradients through it."""
+
+    __slots__ = ("aud", "op", "__weakref__")
+
+    def __init__(self, aud: _Auditor, op: _Op):
+        self.aud, self.op = aud, op
+
+    def __call__(self, grad_inputs: Sequence[Any], grad_outputs: Sequence[Any]) -> None:
+        self.aud.node_backward(self.op, grad_inputs, grad_outputs)
+
+
+class _Param:
+    __slots__ = ("name", "tensor", "held", "arrived", "gmax", "carried", "changed", "before", "at_step",
+                 "first_step", "lazy_g", "lazy_pre", "pmax")
+
+    def __init__(self, name: str, tensor: torch.Tensor, held: bool | None):
+        self.name, self.tensor, self.held = name, tensor, held
+        self.arrived: set[int] = set()  # steps in which a gradient arrived
+        self.gmax: dict[int, float] = {}  # step -> max |gradient| (summed over arrivals: max of maxes)
+        self.carried: dict[int, float] = {}  # step -> max |.grad| already there when the step's first gradient came
+        self.changed = False  # the value changed in some step
+        self.before: torch.Tensor | None = None
+        self.pmax = 0.0  # max |value| before the first step
+        self.at_step: list[tuple[int, Any, float | None]] = []  # optimizer.step(): (step, grad max or None, lr)
+        self.first_step = -1  # the last step whose first gradient was seen
+        self.lazy_g: list[torch.Tensor] = []
+        self.lazy_pre: torch.Tensor | None = None
+
+
+class _Watch(TorchFunctionMode):
+    """Sees every torch call of the step (and nothing of ours)."""
+
+    def __init__(self, aud: _Auditor):
+        super().__init__()
+        self.aud = aud
+
+    def __torch_function__(self, func: Any, types: Any, args: Sequence[Any] = (),
+                           kwargs: Mapping[str, Any] | None = None) -> Any:
+        kwargs = kwargs or {}
+        aud = self.aud
+        if aud.busy:
+            return func(*args, **kwargs)
+        try:
+            out = func(*args, **kwargs)
+        except RuntimeError as exc:
+            if LEAF_INPLACE in str(exc):
+                aud.note_inplace(func, args)
+            raise
+        if isinstance(out, torch.Tensor):
+            if out.grad_fn is not None:
+                aud.track(func, args, kwargs, (out,))
+        elif isinstance(out, (tuple, list)) and out and torch.is_grad_enabled():
+            outs = tuple(o for o in out if isinstance(o, torch.Tensor) and o.grad_fn is not None)
+            if outs:
+                aud.track(func, args, kwargs, outs)
+        return out
+
+
+# -- the auditor ---------------------------------------------------------------------------------------------
+
+class _Auditor:
+    def __init__(self, params: list[_Param], optimizers: Sequence[Any], accumulate: int):
+        self.params = params
+        self.by_id = {id(p.tensor): p for p in params}
+        self.optimizers = optimizers
+        self.accumulate = accumulate
+        self.busy = False
+        self.step = -1
+        self.ops: list[_Op] = []
+        self.probes: dict[int, list[weakref.ref[_Probe]]] = {}
+        self.handles: list[Any] = []
+        self.grids: dict[str, _Op] = {}
+        self.inplace: tuple[str, str, str | None, int] | None = None  # leaf, op, location, step
+        # per node run in backward, in order: its op, the sums of its incoming and of its outgoing gradients
+        self.backward_log: list[tuple[_Op, list[torch.Tensor], list[torch.Tensor]]] = []
+        self.nonfinite: dict[str, tuple[int, float, str | None]] = {}  # param -> (step, max |g|, op text)
+        self.opt_steps: dict[int, int] = {}  # step -> optimizer.step() calls
+
+    # hooks ---------------------------------------------------------------------------------------------
+    def install(self) -> None:
+        for p in self.params:
+            self.handles.append(p.tensor.register_hook(self._grad_hook(p)))
+        for opt in self.optimizers:
+            if hasattr(opt, "register_step_pre_hook"):
+                self.handles.append(opt.register_step_pre_hook(self._opt_hook(opt)))
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+        self.handles.clear()
+
+    def _grad_hook(self, p: _Param) -> Callable[[torch.Tensor], None]:
+        def hook(grad: torch.Tensor) -> None:
+            busy, self.busy = self.busy, True
+            try:
+                s = self.step
+                if p.first_step != s:
+                    p.first_step = s
+                    pre = p.tensor.grad
+                    if pre is not None and s > 0:
+                        p.lazy_pre = _amax(pre)
+                p.arrived.add(s)
+                p.lazy_g.append(_amax(grad))
+            finally:
+                self.busy = busy
+        return hook
+
+    def _opt_hook(self, opt: Any) -> Callable[..., None]:
+        def hook(*_: Any) -> None:
+            busy, self.busy = self.busy, True
+            try:
+                s = self.step
+                self.opt_steps[s] = self.opt_steps.get(s, 0) + 1
+                for group in opt.param_groups:
+                    lr = group.get("lr")
+                    lr_value = float(lr) if isinstance(lr, (int, float, torch.Tensor)) else None
+                    for t in group["params"]:
+                        p = self.by_id.get(id(t))
+                        if p is not None and not p.changed:  # evidence only needed while it never moved
+                            g = t.grad
+                            p.at_step.append((s, None if g is None else _amax(g), lr_value))
+            finally:
+                self.busy = busy
+        return hook
+
+    # the function mode's callbacks ------------------------------------------------------------------
+    def track(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any], outs: tuple[torch.Tensor, ...]) -> None:
+        name = _op_name(func)
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if name in BROADCASTING and len(tensors) < 2:
+            tensors += [v for v in kwargs.values() if isinstance(v, torch.Tensor)]
+        inputs = tuple(tuple(t.shape) for t in tensors)
+        op = _Op(name, inputs, tuple(outs[0].shape), self.step, len(self.ops), _user_location())
+        if name in BROADCASTING and len(inputs) >= 2:
+            op.grid = _grid(inputs[0], inputs[1]) if name != "where" else (
+                _grid(inputs[1], inputs[2]) if len(inputs) >= 3 else None)
+        self.ops.append(op)
+        nodes: list[Any] = []
+        for o in outs:
+            node = o.grad_fn
+            if node is None or any(node is n for n in nodes):
+                continue
+            nodes.append(node)
+            probe = _Probe(self, op)
+            self.handles.append(node.register_hook(probe))
+            self.probes.setdefault(self.step, []).append(weakref.ref(probe))
+
+    def note_inplace(self, func: Any, args: Sequence[Any]) -> None:
+        if self.inplace is not None or not args or not isinstance(args[0], torch.Tensor):
+            return
+        t = args[0]
+        base = t if t._base is None else t._base
+        p = self.by_id.get(id(base))
+        leaf = p.name if p is not None else f"leaf tensor of shape {_shape(base.shape)}"
+        self.inplace = (leaf, _op_name(func), _user_location(), self.step)
+
+    def node_backward(self, op: _Op, grad_inputs: Sequence[Any], grad_outputs: Sequence[Any]) -> None:
+        busy, self.busy = self.busy, True
+        try:
+            op.reached = True
+            if op.grid is not None and op.grid_text not in self.grids:
+                self.grids[op.grid_text] = op
+            self.backward_log.append((op, [_total(g) for g in grad_outputs if isinstance(g, torch.Tensor)],
+                                      [_total(g) for g in grad_inputs if isinstance(g, torch.Tensor)]))
+        finally:
+            self.busy = busy
+
+    # per step ----------------------------------------------------------------------------------------------
+    def before_step(self, s: int) -> None:
+        self.step = s
+        self.backward_log = []
+        for p in self.params:
+            p.lazy_g, p.lazy_pre = [], None
+            if not p.changed:
+                p.before = p.tensor.detach().clone()
+                if s == 0:
+                    p.pmax = _values([_amax(p.before)])[0]
+
+    def after_step(self, s: int) -> None:
+        lazy: list[torch.Tensor] = []
+        for p in self.params:
+            lazy += p.lazy_g + ([p.lazy_pre] if p.lazy_pre is not None else [])
+        vals = iter(_values(lazy)) if lazy else iter(())
+        bad: list[_Param] = []
+        for p in self.params:
+            gs = [next(vals) for _ in p.lazy_g]
+            if p.lazy_pre is not None:
+                pre = next(vals)
+                if pre != 0.0:
+                    p.carried[s] = pre
+            if gs:
+                m = max(gs, key=lambda v: (math.isnan(v), v))
+                p.gmax[s] = m
+                if not math.isfinite(m) and p.name not in self.nonfinite:
+                    bad.append(p)
+            p.lazy_g, p.lazy_pre = [], None
+            if not p.changed and p.before is not None:
+                if not torch.equal(p.before, p.tensor.detach()):
+                    p.changed = True
+                    p.before = None
+                    p.at_step = []
+        if bad and not self.nonfinite:  # later ones follow from the first (the update spreads nan to the weights)
+            origin = self._origin()
+            for p in bad:
+                self.nonfinite[p.name] = (s, p.gmax[s], origin)
+        self.backward_log = []
+
+    def _origin(self) -> str | None:
+        """The op whose backward first (in backward order) turned finite incoming gradients into
+        non-finite outgoing ones."""
+        for op, outs, ins in self.backward_log:
+            if not ins or all(math.isfinite(v) for v in _values(ins)):
+                continue
+            if not outs or all(math.isfinite(v) for v in _values(outs)):
+                return f"{op.signature}{op.at}"
+        return None
+
+    def alive(self, s: int) -> int:
+        return sum(1 for r in self.probes.get(s, ()) if r() is not None)
+
+
+def _grid(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
+    """(a, b, broadcast shape) when broadcasting a against b builds a grid: both non-scalar, different shapes,
+    the result larger than each, the grid grown along dimensions one of them lacked (implicitly prepended),
+    and the two holding the same values apart from size-1 dimensions — the (N,1) - (N,) -> (N,N) bug.
+    Deliberate outer constructions (x[:, None] - x[None, :], bias adds, (N,D) + (D,)) are left alone."""
+    na, nb = _numel(a), _numel(b)
+    if a == b or na <= 1 or nb <= 1 or len(a) == 0 or len(b) == 0:
+        return None
+    try:
+        out = tuple(torch.broadcast_shapes(a, b))
+    except RuntimeError:
+        return None
+    if _numel(out) <= max(na, nb):
+        return None
+    lead = abs(len(a) - len(b))
+    if lead == 0 or _numel(out[:lead]) <= 1:
+        return None
+    if tuple(d for d in a if d != 1) != tuple(d for d in b if d != 1):
+        return None
+    return a, b, out
+
+
+# -- the findings ----------------------------------------------------------------------------------------------
+
+_EXPECTED = {
+    "grad_accumulates": ".grad None or zero when a step's backward starts",
+    "broadcast_in_loss": "operands of one shape (or a broadcast that adds no elements)",
+    "graph_kept_alive": "each step's autograd graph freed by the next step",
+    "param_not_in_optimizer": "every trainable parameter held by the optimizer",
+    "param_no_grad": "a gradient for every trainable parameter",
+    "param_not_updated": "a parameter with a gradient changed by the step",
+    "non_finite_grad": "finite gradients",
+    "inplace_leaf_update": "parameter updates under torch.no_grad()",
+}
+
+
+def _findings(aud: _Auditor, steps_run: int, stopped: bool, accumulate: int, have_optimizer: bool,
+              last_alive: dict[int, int]) -> tuple[list[Finding], list[str], dict[str, str]]:
+    out: list[Finding] = []
+    checked: list[str] = []
+    skipped: dict[str, str] = {}
+    params = aud.params
+    k = accumulate
+
+    # grad_accumulates: .grad carried from one audited step into the next, more than accumulate - 1 steps running
+    if steps_run >= k + 1:
+        checked.append("grad_accumulates")
+        for p in params:
+            run: list[int] = []
+            for s in range(1, steps_run):
+                if s in p.carried:
+                    run.append(s)
+                    if len(run) >= k:
+                        break
+                elif s in p.arrived:
+                    run = []
+            if len(run) >= k:
+                first = run[-1]
+                carried = p.carried[first]
+                declared = (f"accumulate={k} was declared, but .grad was carried into {k} steps running "
+                            f"({_steps_text([s + 1 for s in run])}): it is zeroed less often than every {k} steps. "
+                            if k > 1 else "")
+                out.append(Finding(
+                    "grad_accumulates", p.name,
+                    f"{declared}When step {first + 1}'s backward reached '{p.name}', its .grad still held the "
+                    f"gradient of the step before (max |grad| {_num(carried)}), so this step's gradient was added "
+                    f"to it: zero_grad() is missing or misplaced. Call optimizer.zero_grad() (or set p.grad = None) "
+                    f"once per step before backward(), or, if the accumulation is deliberate, declare it with "
+                    f"accumulate=k.",
+                    step=first + 1, expected=_EXPECTED["grad_accumulates"],
+                    observed=f".grad held max |grad| {_num(carried)} at step {first + 1}'s backward",
+                    details={"carried_max_abs": carried, "steps": [s + 1 for s in run]}))
+    else:
+        skipped["grad_accumulates"] = (f"needs {k + 1} completed steps to see .grad carried past "
+                                       f"accumulate={k}; {steps_run} ran")
+
+    # broadcast_in_loss
+    checked.append("broadcast_in_loss")
+    for sig, op in aud.grids.items():
+        assert op.grid is not None
+        a, b, g = op.grid
+        out.append(Finding(
+            "broadcast_in_loss", sig,
+            f"{op.name}{op.at} broadcast {_shape(a)} against {_shape(b)} into a {_shape(g)} grid "
+            f"({_numel(g)} elements from {max(_numel(a), _numel(b))}) on the way to the loss (a backward pass went "
+            f"through it), so every prediction is compared with every target. Make the shapes agree first: "
+            f"squeeze the (N, 1) side (pred.squeeze(-1)) or reshape the other (y.view(-1, 1)).",
+            step=op.step + 1, expected=_EXPECTED["broadcast_in_loss"],
+            observed=f"{_shape(a)} with {_shape(b)} -> {_shape(g)}",
+            details={"op": op.name, "shapes": [list(a), list(b)], "result": list(g), "location": op.location}))
+
+    # graph_kept_alive: nodes of steps before the last one still alive after the last one
+    if steps_run >= 2:
+        checked.append("graph_kept_alive")
+        kept = {s: n for s, n in last_alive.items() if s < steps_run - 1 and n >= MIN_KEPT_NODES}
+        if kept:
+            earlier = sorted(kept)
+            per = [kept[s] for s in earlier]
+            growth = sum(per) / len(per)
+            alive_ops = [op for op in aud.ops if op.step == earlier[-1]]
+            root = _kept_root(aud, earlier[-1]) or (alive_ops[-1] if alive_ops else None)
+            where = root.signature if root is not None else "autograd graph"
+            made = f" (the {root.name} made{root.at})" if root is not None else ""
+            out.append(Finding(
+                "graph_kept_alive", where,
+                f"After step {steps_run}, the autograd graphs of {_steps_text([s + 1 for s in earlier])} are still "
+                f"alive: {', '.join(str(n) for n in per)} autograd nodes, about {_num(growth)} more per step, so "
+                f"memory grows with every step. A tensor with history{made} is kept past its step — typically "
+                f"losses.append(loss) or total += loss. Keep loss.item() (or loss.detach()) instead.",
+                step=earlier[0] + 1, expected=_EXPECTED["graph_kept_alive"],
+                observed=f"{sum(per)} nodes of {len(per)} earlier step(s) alive after step {steps_run}",
+                details={"alive_nodes_per_step": {str(s + 1): kept[s] for s in earlier}, "growth_per_step": growth}))
+    else:
+        skipped["graph_kept_alive"] = f"needs 2 completed steps; {steps_run} ran"
+
+    judged_params = steps_run >= 1 and not stopped
+    why_not = "the step raised before the audit could finish" if stopped else "no step completed"
+
+    # param_not_in_optimizer: trainable, not held by any optimizer, and never moved by anything else
+    if not have_optimizer:
+        skipped["param_not_in_optimizer"] = "no optimizer given: manual updates"
+    elif not judged_params:
+        skipped["param_not_in_optimizer"] = why_not
+    else:
+        checked.append("param_not_in_optimizer")
+        for p in params:
+            if p.held is False and not p.changed:
+                out.append(Finding(
+                    "param_not_in_optimizer", p.name,
+                    f"'{p.name}' requires grad but is in none of the optimizer's param groups, and nothing else "
+                    f"changed it in {steps_run} steps: it never trains. Build the optimizer from "
+                    f"model.parameters() (or add it: optimizer.add_param_group({{'params': [...]}})), or freeze it "
+                    f"with requires_grad_(False) if that is intended.",
+                    step=1, expected=_EXPECTED["param_not_in_optimizer"], observed="in no param group",
+                    details={"shape": list(p.tensor.shape)}))
+
+    # param_no_grad
+    if judged_params:
+        checked.append("param_no_grad")
+        for p in params:
+            if not p.arrived and p.tensor.requires_grad:
+                out.append(Finding(
+                    "param_no_grad", p.name,
+                    f"'{p.name}' requires grad but received no gradient in {steps_run} steps: it is not used on the "
+                    f"way to the loss, or only through .data / .detach() (which cut it out of the graph). Use the "
+                    f"parameter itself in the forward, or freeze it with requires_grad_(False) if it is unused.",
+                    step=1, expected=_EXPECTED["param_no_grad"], observed=f"no gradient in {steps_run} steps",
+                    details={"shape": list(p.tensor.shape)}))
+    else:
+        skipped["param_no_grad"] = why_not
+
+    # param_not_updated: a visible gradient in >= accumulate steps, and the value never changed
+    if judged_params and steps_run >= k:
+        checked.append("param_not_updated")
+        for p in params:
+            if p.changed or p.held is False or not p.tensor.requires_grad:
+                continue
+            with_grad = sorted(s for s, m in p.gmax.items() if math.isfinite(m) and m > 0.0)
+            if len(with_grad) < k:
+                continue
+            gmax = max(p.gmax[s] for s in with_grad)
+            eps = torch.finfo(p.tensor.dtype).eps if p.tensor.is_floating_point() else 0.0
+            if gmax * MIN_VISIBLE_LR <= eps * p.pmax:
+                continue
+            out.append(Finding(
+                "param_not_updated", p.name,
+                f"'{p.name}' had a non-zero gradient after backward (max |grad| {_num(gmax)}, in "
+                f"{_steps_text([s + 1 for s in with_grad])}) but its value was identical after every step: "
+                + _not_updated_cause(aud, p, steps_run, have_optimizer),
+                step=with_grad[0] + 1, expected=_EXPECTED["param_not_updated"],
+                observed=f"unchanged after {steps_run} steps, max |grad| {_num(gmax)}",
+                details={"grad_max_abs": gmax, "steps_with_grad": [s + 1 for s in with_grad]}))
+    elif not judged_params:
+        skipped["param_not_updated"] = why_not
+    else:
+        skipped["param_not_updated"] = (f"needs {k} completed steps (accumulate={k}: an update every {k} steps); "
+                                         f"{steps_run} ran")
+
+    # non_finite_grad
+    checked.append("non_finite_grad")
+    for name, (s, m, origin) in aud.nonfinite.items():
+        what = "nan" if math.isnan(m) else "inf"
+        src = (f"The first non-finite gradient came out of the backward of {origin}." if origin else
+               "The op that produced it could not be identified (it was not a torch call of the step).")
+        out.append(Finding(
+            "non_finite_grad", name,
+            f"'{name}' received a gradient holding {what} at step {s + 1}. {src} Look for log/sqrt/division at 0 "
+            f"or overflow there (clamp the argument, add an epsilon, use a stable form such as log_softmax), and "
+            f"check the batch for nan/inf.",
+            step=s + 1, expected=_EXPECTED["non_finite_grad"], observed=f"{what} in the gradient at step {s + 1}",
+            details={"op": origin}))
+
+    # inplace_leaf_update
+    checked.append("inplace_leaf_update")
+    if aud.inplace is not None or stopped:
+        # the step that raised (the audit stops there), or one that caught the error and went on without the update
+        leaf, opname, loc, s = aud.inplace or ("unknown leaf", "an in-place op", None, steps_run)
+        at = f" at {loc}" if loc else ""
+        out.append(Finding(
+            "inplace_leaf_update", leaf,
+            f"RuntimeError: a leaf Variable that requires grad is being used in an in-place operation — "
+            f"'{leaf}' was modified in place ({opname}{at}) while autograd was recording, at step {s + 1}"
+            + ("" if stopped else " (the step caught the error and went on without that update)")
+            + ". An update of a parameter is not part of the model: wrap it in `with torch.no_grad():` "
+            "(w -= lr * w.grad inside it), or let an optimizer do it.",
+            step=s + 1, expected=_EXPECTED["inplace_leaf_update"],
+            observed=f"RuntimeError at step {s + 1}", details={"op": opname, "location": loc}))
+    return out, checked, skipped
+
+
+def _kept_root(aud: _Auditor, s: int) -> _Op | None:
+    """The last op of step s whose node is still alive (the kept tensor, or the newest part of its graph)."""
+    alive_ops = {id(r().op) for r in aud.probes.get(s, ()) if r() is not None}  # type: ignore[union-attr]
+    ops = [op for op in aud.ops if op.step == s and id(op) in alive_ops]
+    return ops[-1] if ops else None
+
+
+def _not_updated_cause(aud: _Auditor, p: _Param, steps_run: int, have_optimizer: bool) -> str:
+    if not have_optimizer:
+        return ("the update was computed but never written into the tensor. `w = w - lr * w.grad` makes a new "
+                "tensor and leaves the parameter as it was; zeroing .grad before the update makes it zero. Update "
+                "in place under torch.no_grad(): `w -= lr * w.grad`, then zero the gradient.")
+    if not p.at_step:
+        if not aud.opt_steps:
+            return (f"optimizer.step() was never called in {steps_run} steps. Call it after backward() "
+                    f"(every accumulate steps when accumulating).")
+        return "no optimizer.step() call saw it. Check which optimizer holds it."
+    grads = [g for _, g, _ in p.at_step]
+    values = iter(_values([g for g in grads if g is not None]))
+    states = ["None" if g is None else ("zero" if next(values) == 0.0 else "non-zero") for g in grads]
+    if "non-zero" not in states:
+        state = "None" if set(states) == {"None"} else "zero" if set(states) == {"zero"} else "None or zero"
+        return (f"at every optimizer.step() its .grad was {state}: zero_grad() ran between backward() and step(). "
+                f"Call optimizer.zero_grad() before the forward (or after step()), never between backward() and "
+                f"step().")
+    lrs = [lr for _, _, lr in p.at_step]
+    if lrs and all(lr == 0.0 for lr in lrs):
+        return ("its param group's lr is 0 at every optimizer.step(). Set a positive learning rate (a warmup that "
+                "starts at 0 explains the first step only).")
+    return ("optimizer.step() saw a non-zero gradient and a non-zero lr and left the value as it was: the update "
+            "went to a copy of the parameter (an optimizer built on clones, or a .data that is not this tensor's). "
+            "Build the optimizer from the parameters themselves.")
+
+
+def _record(f: Finding, name: str, source: str, params: Mapping[str, _Param]) -> Record:
+    p = params.get(f.where) if f.kind in ("grad_accumulates", "param_not_in_optimizer", "param_no_grad",
+                                          "param_not_updated", "non_finite_grad", "inplace_leaf_update") else None
+    return Record(suite="training", check=f.kind, function=name, input=f.where, method="observation",
+                  expected_value=f.expected, source=source, executed=True, verdict="fail",
+                  outcome=J.outcome("fail"), reason=f.message, observed_value=f.observed,
+                  shape=tuple(p.tensor.shape) if p is not None else None,
+                  dtype=str(p.tensor.dtype).removeprefix("torch.") if p is not None else None,
+                  device=str(p.tensor.device) if p is not None else None,
+                  details={"kind": f.kind, "where": f.where, "step": f.step, **f.details})
+
+
+# -- the entry point ---------------------------------------------------------------------------------------------
+
+def _named(model: Any, params: Any, optimizers: Sequence[Any]) -> tuple[list[tuple[str, torch.Tensor]], list[str]]:
+    named: list[tuple[str, torch.Tensor]] = []
+    seen: set[int] = set()
+    if model is not None:
+        for n, t in model.named_parameters():
+            if id(t) not in seen:
+                seen.add(id(t))
+                named.append((n, t))
+    if params is not None:
+        for n, t in params.items():
+            if not isinstance(t, torch.Tensor):
+                raise SpecError(f"params[{n!r}] must be a tensor; got {type(t).__name__}.", field="params")
+            if not t.is_leaf:
+                raise SpecError(f"params[{n!r}] is not a leaf tensor (it was computed from others), so .grad is "
+                                f"never filled: pass the tensors created with requires_grad=True.", field="params")
+            if id(t) not in seen:
+                seen.add(id(t))
+                named.append((str(n), t))
+    if model is None and params is None:
+        for i, opt in enumerate(optimizers):
+            for g, group in enumerate(opt.param_groups):
+                for j, t in enumerate(group["params"]):
+                    if id(t) not in seen:
+                        seen.add(id(t))
+                        prefix = f"optimizer[{i}]." if len(optimizers) > 1 else ""
+                        named.append((f"{prefix}param_groups[{g}][{j}]", t))
+    trainable = [(n, t) for n, t in named if t.requires_grad]
+    frozen = [n for n, t in named if not t.requires_grad]
+    return trainable, frozen
+
+
+def _validate(step: Any, model: Any, params: Any, optimizer: Any, steps: Any, accumulate: Any) -> list[Any]:
+    if not callable(step):
+        raise SpecError(f"step must be callable as step(batch); got {type(step).__name__}.", field="step")
+    for name, value in (("steps", steps), ("accumulate", accumulate)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise SpecError(f"{name} must be a positive integer; got {value!r}.", field=name)
+    if model is not None and not isinstance(model, torch.nn.Module):
+        raise SpecError(f"model must be a torch.nn.Module; got {type(model).__name__}.", field="model")
+    if params is not None and not isinstance(params, Mapping):
+        raise SpecError(f"params must be a dict of name -> leaf tensor; got {type(params).__name__}.",
+                        field="params")
+    optimizers = list(optimizer) if isinstance(optimizer, (list, tuple)) else ([] if optimizer is None
+                                                                                else [optimizer])
+    for opt in optimizers:
+        if not hasattr(opt, "param_groups"):
+            raise SpecError(f"optimizer must be a torch.optim optimizer (or a list of them); got "
+                            f"{type(opt).__name__}.", field="optimizer")
+    if model is None and params is None and not optimizers:
+        raise SpecError("give model= (an nn.Module) or params= (a dict of leaf tensors) so that findings can name "
+                        "the parameters.", field="model")
+    return optimizers
+
+
+def _loss_of(ret: Any) -> float | None:
+    if isinstance(ret, torch.Tensor) and ret.numel() == 1:
+        return float(ret.detach().reshape(()).item())
+    if isinstance(ret, (int, float)) and not isinstance(ret, bool):
+        return float(ret)
+    return None
+
+
+def audit_training(step: Callable[[Any], Any], batches: Iterable[Any], *, model: torch.nn.Module | None = None,
+                   params: Mapping[str, torch.Tensor] | None = None, optimizer: Any = None, steps: int = 3,
+                   accumulate: int = 1) -> TrainingAudit:
+    """Run ``step(batch)`` (the user's forward, backward and update) on the first *steps* batches and
+    return what is wrong with the loop: ``grad_accumulates``, ``broadcast_in_loss``, ``graph_kept_alive``,
+    ``param_not_in_optimizer``, ``param_no_grad``, ``param_not_updated``, ``non_finite_grad``,
+    ``inplace_leaf_update``.
+
+    *model*: an ``nn.Module`` (findings name ``named_parameters()``); *params*: a dict of leaf tensors
+    (raw-tensor loops; findings name its keys); *optimizer*: any ``torch.optim`` optimizer (or a list,
+    or None for manual updates); *accumulate*: deliberate gradient accumulation over that many steps.
+    A step that raises the in-place leaf RuntimeError ends the audit with that finding; any other
+    exception of the step propagates (after everything installed is removed).
+    """
+    optimizers = _validate(step, model, params, optimizer, steps, accumulate)
+    trainable, frozen = _named(model, params, optimizers)
+    held = {id(t) for opt in optimizers for g in opt.param_groups for t in g["params"]}
+    plist = [_Param(n, t, (id(t) in held) if optimizers else None) for n, t in trainable]
+    aud = _Auditor(plist, optimizers, accumulate)
+    name = str(getattr(step, "__qualname__", None) or type(step).__name__)
+    code = getattr(step, "__code__", None)
+    source = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else ""
+
+    t0 = time.perf_counter()
+    losses: list[float | None] = []
+    stopped: str | None = None
+    steps_run = 0
+    last_alive: dict[int, int] = {}
+    watch = _Watch(aud)
+    aud.install()
+    try:
+        for s, batch in enumerate(itertools.islice(iter(batches), steps)):
+            aud.before_step(s)
+            try:
+                with watch:
+                    ret = step(batch)
+            except RuntimeError as exc:
+                if LEAF_INPLACE not in str(exc):
+                    raise
+                stopped = f"step {s + 1} raised RuntimeError: {exc}"
+                del exc
+                break
+            finally:
+                batch = None
+            losses.append(_loss_of(ret))
+            del ret
+            aud.after_step(s)
+            steps_run += 1
+        if steps_run >= 2:
+            last_alive = {s: aud.alive(s) for s in range(steps_run - 1)}
+            if any(last_alive.values()):
+                gc.collect()  # a reference cycle the collector has not reached yet is not a kept graph
+                last_alive = {s: aud.alive(s) for s in range(steps_run - 1)}
+        found, checked, skipped = _findings(aud, steps_run, stopped is not None, accumulate, bool(optimizers),
+                                            last_alive)
+    finally:
+        aud.remove()
+        aud.probes.clear()
+        for p in plist:
+            p.before = None
+            p.lazy_g, p.lazy_pre = [], None
+    if steps_run == 0 and stopped is None:
+        raise SpecError("batches gave no batch: pass an iterable of at least one batch.", field="batches")
+
+    by_name = {p.name: p for p in plist}
+    records = [_record(f, name, source, by_name) for f in found]
+    scope = f"{len(plist)} parameters, {steps_run} steps"
+    kinds_found = {f.kind for f in found}
+    for kind in KINDS:
+        if kind in kinds_found:
+            continue
+        if kind in skipped:
+            records.append(Record(suite="training", check=kind, function=name, input=scope, method="observation",
+                                  expected_value=_EXPECTED[kind], source=source, executed=False, verdict="skipped",
+                                  outcome=J.outcome("skipped"), reason=f"not checked: {skipped[kind]}",
+                                  details={"kind": kind}))
+        else:
+            records.append(Record(suite="training", check=kind, function=name, input=scope, method="observation",
+                                  expected_value=_EXPECTED[kind], source=source, executed=True, verdict="pass",
+                                  outcome=J.outcome("pass"), observed_value="no finding",
+                                  details={"kind": kind}))
+    opt_name = ", ".join(type(o).__name__ for o in optimizers) or None
+    return TrainingAudit(name=name, findings=tuple(found), records=tuple(records), steps_run=steps_run, steps=steps,
+                         params=tuple(p.name for p in plist), frozen=tuple(frozen), optimizer=opt_name,
+                         accumulate=accumulate, losses=tuple(losses), checked=tuple(checked),
+                         not_checked=dict(skipped), stopped=stopped, elapsed_s=time.perf_counter() - t0)
+
+
+__all__ = ["KINDS", "Finding", "TrainingAudit", "audit_training"]
