@@ -13,6 +13,7 @@ __version__ = "0.2.0"
 
 from .api import CheckResult, assert_gradients, check, check_module  # noqa: E402
 from .errors import GradauditError, GradientMismatch, SpecError  # noqa: E402
+from .ladder import LadderResult, LadderTolerance, compare  # noqa: E402
 from .ledger import read_ledger, read_results, write_results  # noqa: E402
 from .record import Comparison, Record  # noqa: E402
 from .run import plan, run  # noqa: E402
@@ -27,6 +28,8 @@ __all__ = [
     "GradauditError",
     "GradientMismatch",
     "InputSpec",
+    "LadderResult",
+    "LadderTolerance",
     "Matches",
     "Probe",
     "Record",
@@ -38,6 +41,7 @@ __all__ = [
     "audit_training",
     "check",
     "check_module",
+    "compare",
     "plan",
     "read_ledger",
     "read_results",

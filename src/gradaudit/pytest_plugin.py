@@ -55,6 +55,18 @@ class GradauditFixture:
             raise GradientMismatch(result.report(), result.records)
         return result
 
+    def compare(self, candidate: Any, reference: Any, inputs: Any, **options: Any) -> Any:
+        """``ga.compare`` (the precision ladder) that fails the test with its table unless every rung passes."""
+        __tracebackhide__ = True
+        from .errors import GradientMismatch
+        from .ladder import compare
+
+        shared = {k: v for k, v in self.defaults.items() if k in ("seed", "dtypes", "ratio", "device")}
+        result = compare(candidate, reference, inputs, **{**shared, **options})
+        if not result.ok:
+            raise GradientMismatch(result.report(), result.records)
+        return result
+
     def audit_training(self, step: Any, batches: Any, **options: Any) -> Any:
         """``ga.audit_training`` that fails the test with the readable audit when it finds anything."""
         __tracebackhide__ = True

@@ -182,3 +182,24 @@ MIN_VISIBLE_LR = 1e-4
 #: A graph of an earlier step is "kept alive" when at least this many of its autograd nodes are still
 #: reachable after a later step ends: one is enough (a kept loss holds its whole graph).
 MIN_KEPT_NODES = 1
+
+
+# -- the precision ladder (ga.compare) --------------------------------------------------------------
+
+#: the statistic judged (and reported first): the mean absolute error against the truth. The max-abs ratio
+#: that hand-written kernel tests use false-alarms a correct softmax at float32 (2.7x, both errors a few ulps);
+#: the mean separates every measured case (tests/test_ladder.py's kernels, 10 seeds each)
+LADDER_STATISTIC = "mean_abs"
+#: the candidate's mean |error| against the float64 truth may be this many times the reference's own mean
+#: |error| in the same dtype (FlashAttention's 2): correct kernels <= 1.56x, formula bugs >= 32x, low-precision
+#: accumulation >= 3.85x at 16 bits (measured)
+LADDER_RATIO = 2.0
+#: plus this many ulps of the values' scale, eps(dtype) x mean|truth| (max|truth| for the max guard): below one
+#: correctly rounded output (about 0.18 eps x mean|truth|), so it never hides a precision bug
+LADDER_FLOOR_ULPS = 0.125
+#: the max guard: the largest |error| may be this many times the reference's largest (correct <= 4.1x; a tail
+#: tile never written >= 132x at bfloat16, where the mean dilutes it)
+LADDER_MAX_RATIO = 16.0
+#: the top rung: the candidate in float64 against the float64 reference, in ulps of float64 at the values' scale
+#: (correct kernels <= 5.3; formula bugs >= 1e12)
+LADDER_TOP_ULPS = 1024.0

@@ -41,10 +41,18 @@ def render_html(records: Sequence[Record], header: Mapping[str, Any] | None = No
                       "title": clean(f"{r.check} — {r.method}", newlines=False),
                       "open": r.outcome in ("failed", "errors"), "detail": clean("\n".join(detail_lines(r))),
                       "plot": _plot(r) if plots and interesting else None})
+    ladders = []
+    if plots:
+        try:
+            from .plots import ladder_svgs
+
+            ladders = [{"title": clean(t, newlines=False), "svg": svg} for t, svg in ladder_svgs(records)]
+        except Exception:  # matplotlib missing, or a plot that fails: a plot never breaks a report
+            ladders = []
     env = jinja2.Environment(loader=jinja2.PackageLoader("gradaudit.render", "templates"),
                              autoescape=jinja2.select_autoescape(["html", "j2"]))
     return env.get_template("report.html.j2").render(
-        records=records, items=items, counts=counts, columns=COLUMNS, verdicts=VERDICTS,
+        records=records, items=items, counts=counts, columns=COLUMNS, verdicts=VERDICTS, ladders=ladders,
         summary_text=summary_line(counts), env_line=_env_line(header))
 
 

@@ -65,6 +65,57 @@ def _flatten(v: Any) -> list[float]:
     return [float(v) if not isinstance(v, str) else float("nan")]
 
 
+def _svg(fig: Any) -> str:
+    import io
+    import re
+
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    text = buf.getvalue()
+    return re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg"):], flags=re.S)
+
+
+LADDER_RUNGS = ("bfloat16", "float16", "float32")
+
+
+def ladder_svgs(records: Sequence[Any]) -> list[tuple[str, str]]:
+    """One plot per ga.compare run in *records*: the ratio candidate/baseline error (mean |error|) of each
+    quantity across the rungs, with the allowed ratio; (title, inline SVG) pairs."""
+    runs: dict[str, list[Any]] = {}
+    for r in records:
+        if r.method == "ladder" and not r.details.get("top") and isinstance(r.details.get("ratio"), (int, float)):
+            runs.setdefault(str(r.function_name or r.check.split(" @ ")[0]), []).append(r)
+    if not runs:
+        return []
+    plt = _pyplot()
+    out = []
+    for name, recs in runs.items():
+        fig, ax = plt.subplots(figsize=(6, 3), dpi=100)
+        rungs = [d for d in LADDER_RUNGS if any(r.details.get("rung") == d for r in recs)]
+        rungs += sorted({str(r.details.get("rung")) for r in recs} - set(rungs))
+        quantities = list(dict.fromkeys(str(r.details.get("quantity")) for r in recs))
+        for q in quantities:
+            points = [(rungs.index(str(r.details.get("rung"))), float(r.details["ratio"]), r.verdict)
+                      for r in recs if str(r.details.get("quantity")) == q]
+            points.sort()
+            ax.plot([p[0] for p in points], [max(p[1], 1e-3) for p in points], "o-", label=q)
+            for x, y, verdict in points:
+                if verdict == "fail":
+                    ax.plot([x], [max(y, 1e-3)], "x", color="#cf222e", markersize=12)
+        ratio = next((r.details.get("rule", {}).get("ratio") for r in recs if r.details.get("rule")), None)
+        if isinstance(ratio, (int, float)):
+            ax.axhline(ratio, color="black", linestyle="--", linewidth=1, label=f"allowed ratio {ratio:g}")
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(rungs)), rungs)
+        ax.set_ylabel("candidate / baseline mean |error|")
+        ax.set_title(f"precision ladder: {name}", fontsize=9)
+        ax.legend(fontsize=7, loc="best")
+        fig.tight_layout()
+        out.append((f"precision ladder: {name}", _svg(fig)))
+        plt.close(fig)
+    return out
+
+
 def discrepancy_svg(record: Any) -> str:
     """Per-element |observed − expected| against the allowed tolerance, as an inline SVG string."""
     import io

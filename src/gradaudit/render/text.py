@@ -52,6 +52,9 @@ def _is_check(r: Record) -> bool:
 
 
 def _expected_cell(r: Record) -> str:
+    if r.method == "ladder":
+        allowed = r.details.get("allowed")
+        return f"<= {fmt_value(allowed)} mean |err|" if allowed is not None else "—"
     if r.expect_error:
         return clean(r.expect_error.get("type"), newlines=False)
     if _is_check(r):
@@ -71,6 +74,8 @@ def _observed_cell(r: Record) -> str:
         return clean(r.observed_error.type) if r.observed_error else "no error"
     if r.verdict == "error":
         return f"error: {clean(r.error.type) if r.error else '?'}"
+    if r.method == "ladder":
+        return f"{fmt_value(r.observed_value)} mean |err|"
     if r.method == "observation":
         return fmt_value(r.observed_value)
     if r.method == "taylor":
