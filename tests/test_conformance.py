@@ -131,3 +131,85 @@ def test_sparse_inputs_are_refused_with_the_fix():
     s = torch.eye(3, dtype=F64).to_sparse().requires_grad_(True)
     with pytest.raises(ga.SpecError, match="to_dense"):
         ga.check(lambda s: s.to_dense().sum(), (s,))
+
+
+# -- steps near singularities and across scales ----------------------------------------------------
+
+def _planted(fn, grad, rel=0.0):
+    """A Function computing fn with the backward grad(x) * (1 + rel)."""
+
+    class Planted(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return fn(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * grad(x) * (1 + rel)
+
+    return Planted.apply
+
+
+NEAR_POLES = torch.tensor([1.5, 1.565, -1.56, 0.3, 1.5705], dtype=F64)  # tan's pole at pi/2 = 1.5707963...
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tan_near_its_pole_passes_and_a_1e_8_bug_there_fails(mode):
+    # d/dx tan x = 1 + tan^2 x: 5e6 at 1.5705, where Ridders from h0 = 1e-2 steps across the pole
+    tan = _planted(torch.tan, lambda x: 1 + torch.tan(x) ** 2)
+    assert ga.check(tan, (NEAR_POLES.clone().requires_grad_(),), mode=mode).ok
+    wrong = _planted(torch.tan, lambda x: 1 + torch.tan(x) ** 2, rel=1e-8)
+    assert ga.check(wrong, (NEAR_POLES.clone().requires_grad_(),), mode=mode).verdict == "fail"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_functions_near_the_edge_of_their_domain_pass(mode):
+    x = torch.tensor([0.996, -0.9, 0.2], dtype=F64, requires_grad=True)  # asin' = 1/sqrt(1 - x^2): 11.2 at 0.996
+    assert ga.check(torch.asin, (x,), mode=mode).ok
+    p = torch.tensor([0.005, 0.5, 0.995], dtype=F64, requires_grad=True)  # logit' = 1/(p(1-p)): 201 at 0.005
+    assert ga.check(torch.logit, (p,), mode=mode).ok
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_steps_follow_each_elements_magnitude(mode):
+    # a focal length of 400 beside a distortion term of 0.3; the backward of the small one is off by 2x
+    def project(x):
+        return torch.stack([x[0] * x[1] ** 2, x[0] / 100 + torch.sin(x[1])])
+
+    class Wrong(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return project(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            d0 = g[0] * x[1] ** 2 + g[1] / 100
+            d1 = 2 * (g[0] * 2 * x[0] * x[1] + g[1] * torch.cos(x[1]))  # twice the true value
+            return torch.stack([d0, d1])
+
+    x = torch.tensor([400.0, 0.3], dtype=F64, requires_grad=True)
+    assert ga.check(project, (x,), mode=mode).ok
+    res = ga.check(Wrong.apply, (x,), mode=mode)
+    assert res.verdict == "fail"
+    assert {c.element for c in res.mismatches} == {(1,)}  # both outputs' entries in full mode
+
+
+def test_lapack_rounding_between_calls_is_not_nondeterminism():
+    a = leaf(5, 5, seed=3)
+    for fn in (torch.linalg.svdvals, torch.linalg.cond, lambda a: torch.linalg.norm(a, "nuc")):
+        assert ga.check(fn, (a,)).ok
+
+
+def test_hardsigmoid_float64_backward_rounds_its_one_sixth_through_float32():
+    # torch's CPU kernel multiplies by 1/6 held in float32: 0.16666667163 instead of 0.16666666667, a relative
+    # error of 3e-8 in a float64 gradient. gradcheck's 1e-5 tolerance cannot see it; gradaudit's rtol 1e-10 does
+    x = torch.tensor([0.5, -1.0, 2.0], dtype=F64, requires_grad=True)
+    res = ga.check(torch.nn.functional.hardsigmoid, (x,), mode="full")
+    assert res.verdict == "fail"
+    worst = max(res.mismatches, key=lambda c: c.abs)
+    assert worst.reference == pytest.approx(1 / 6, rel=1e-12)
+    assert worst.observed == pytest.approx(float(torch.tensor(1 / 6, dtype=torch.float32)), rel=1e-12)

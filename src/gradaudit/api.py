@@ -22,7 +22,7 @@ from .findings import Findings
 from .guard import CheckTimeout, time_limit
 from .naming import Described, describe, rerun
 from .record import Comparison, ErrorInfo, Evidence, InputMeta, Location, Record
-from .tolerances import Tolerance, ToleranceUsed, require_why, resolve
+from .tolerances import STRUCTURE_ULPS, Tolerance, ToleranceUsed, require_why, resolve
 
 if TYPE_CHECKING:
     import torch
@@ -239,8 +239,14 @@ def _first_calls(problem: Problem) -> None:
     with torch.no_grad():
         again = _outputs(problem.call(*problem.inputs))
     for k, (a, b) in enumerate(zip(problem.outputs, again)):
-        if not _same(a, b):
-            diff = (a.to(torch.float64) - b.to(torch.float64)).abs().nan_to_num(nan=float("inf"))
+        if _same(a, b):
+            continue
+        diff = (a.to(torch.float64) - b.to(torch.float64)).abs().nan_to_num(nan=float("inf"))
+        # LAPACK and threaded reductions may differ by a few ulps from call to call: rounding, which the
+        # measured noise covers; more than that is a function that is not one function of its inputs
+        scale = float(a.abs().nan_to_num(nan=0.0, posinf=0.0).max()) if a.numel() else 0.0
+        rounding = STRUCTURE_ULPS * float(torch.finfo(a.dtype).eps) * max(scale, float(torch.finfo(a.dtype).tiny))
+        if float(diff.max()) > rounding:
             at = int(diff.reshape(-1).argmax())
             raise EvaluationError("the function", NotDeterministic(
                 f"not deterministic: two evaluations at the same point differ by {float(diff.max()):.3g} (output {k}, "
@@ -436,7 +442,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
         found = full(problem, _generator(seed, "full"), tol, info, lambda j: confirmed[j].verdict == "fail")
         for j, f in found.items():
             f.extra[:0] = [c for c in confirmed[j].extra if c.kind == "none-gradient"]
-            if confirmed[j].verdict != "pass" and f.verdict == "pass":
+            if confirmed[j].verdict == "fail" and f.verdict == "pass":
                 f.extra += confirmed[j].extra  # the projection disagrees though no single entry does
     else:
         found = confirmed

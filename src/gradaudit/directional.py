@@ -35,6 +35,8 @@ RIDDERS_COLUMNS = 4  # from h0 = 1e-2 * scale: extrapolation error far below rou
 QUICK_STEP = 7e-4  # about eps^(1/5): Richardson's best step in float64 (BENCH_ANCHORS, section 4)
 LOCATE = 32  # bisection locates at most this many elements per input; the count then says "at least"
 EPS64 = 2.220446049250313e-16
+SHRINKS = 4  # Ridders restarted from h0/10, h0/100, ... while its evidence cannot decide
+UNDECIDED = (J.COARSE, J.EVIDENCE_NONFINITE)
 
 # values of phi at the steps, and the largest 2-norm of the terms summed into them: their
 # rounding errors are independent, so eps * that norm is the typical rounding of phi
@@ -92,6 +94,19 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
         judged = J.judge(obs, ref, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
                          precision=precision)
         result = {"numeric": numeric, "error_bound": err, "scheme": "ridders", "evaluations": 4 + used}
+        h0 = 1e-2 * scale
+        for _ in range(SHRINKS):  # near a singularity the large steps' truncation dominates: start smaller
+            if int(judged.reason) not in UNDECIDED:
+                break
+            h0 /= 10
+            again, err2, used2 = ridders_scalar(phi_many, h0)
+            result["evaluations"] += used2
+            if not (math.isfinite(again) and math.isfinite(err2)) or (math.isfinite(err) and err2 >= err):
+                continue
+            numeric, err, ref = again, err2, torch.tensor(again, dtype=torch.float64)
+            judged = J.judge(obs, ref, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
+                             precision=precision)
+            result.update(numeric=numeric, error_bound=err, scheme=f"ridders from h0 = {h0:.1e}")
         if int(judged.verdict) != J.PASS:
             t = EPS64 ** 0.5 * scale
             (right_v, zero, left_v), _ = phi_many([t, 0.0, -t])
@@ -141,10 +156,12 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         x = problem.inputs[j].detach()
         f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
         u = 2 * torch.rand(x.shape, generator=gen, dtype=torch.float64) - 1  # uniform: randn costs 3x more
-        u = u / u.norm().clamp_min(1e-300)
+        # each element moves relative to its own magnitude, max(1, |x_i|): a tensor holding 400 and 0.3
+        # is not probed with the step of 400 for both
+        u = u / u.norm().clamp_min(1e-300) * _sizes(x)
         given = grads[pos]
         g = None if given is None else given.to(torch.float64)
-        scale = max(1.0, float(x.abs().max()) if x.numel() else 1.0)
+        scale = 1.0
         analytic = 0.0 if g is None else float((g * u).sum())
         out = judge_along(phi_for(j, u), analytic, _projected(tol, u, vs), scale=scale, **_rounding(g, u, x),
                           precision=str(x.dtype).removeprefix("torch."))
@@ -175,6 +192,13 @@ def _projection(f: Findings, out: dict[str, Any], kind: str, note: str) -> Compa
     return dataclasses.replace(c, reason=f"{c.reason}; {note}" if c.reason else note)
 
 
+def _sizes(x: torch.Tensor) -> torch.Tensor:
+    """max(1, |x_i|) per element, float64: the scale of each element's step."""
+    import torch
+
+    return x.detach().abs().to(torch.float64).nan_to_num(nan=1.0, posinf=1.0).clamp_min(1.0)
+
+
 def _rounding(g: torch.Tensor | None, u: torch.Tensor, x: torch.Tensor) -> dict[str, float]:
     """The typical rounding the moved inputs add to phi, and a bound on the rounding of g . u."""
     if g is None:
@@ -192,6 +216,7 @@ def _bisect(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, phi_for:
 
     flat_u, flat_g = u.reshape(-1), g.reshape(-1)
     flat_x = problem.inputs[j].detach().reshape(-1)
+    sizes = _sizes(flat_x)
     n = flat_u.numel()
     pending = [(0, n)] if n == 1 else [(0, n // 2), (n // 2, n)]
     located = 0
@@ -204,8 +229,8 @@ def _bisect(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, phi_for:
             break
         lo, hi = pending.pop(0)
         part = torch.zeros_like(flat_u)
-        if hi - lo == 1:  # an element: the unit direction, d(vᵀf)/dx_i
-            part[lo] = 1.0
+        if hi - lo == 1:  # an element: its own direction, scaled to its magnitude: d(vᵀf)/dx_i max(1, |x_i|)
+            part[lo] = sizes[lo]
         else:
             part[lo:hi] = flat_u[lo:hi]
         analytic = float((flat_g[lo:hi] * part[lo:hi]).sum())  # the slice only: NaN * 0 elsewhere is NaN
@@ -220,10 +245,15 @@ def _bisect(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, phi_for:
             pending += [(lo, mid), (mid, hi)]
             continue
         located += 1
-        judged: J.Judged = out["judged"]
+        # judged along max(1, |x_i|) e_i; reported per unit of x_i (every term divided by that size)
+        size = float(sizes[lo])
+        j0: J.Judged = out["judged"]
+        judged = J.Judged(j0.verdict, j0.reason, j0.diff / size, j0.atol / size, j0.rtol, j0.ref / size,
+                          j0.evidence / size, j0.all_pass)
         pair = out.get("slopes")
-        slopes = None if pair is None else (torch.tensor(pair[0]), torch.tensor(pair[1]))
-        f.add(judged, torch.tensor(analytic, dtype=torch.float64), torch.tensor(out["numeric"], dtype=torch.float64),
+        slopes = None if pair is None else (torch.tensor(pair[0] / size), torch.tensor(pair[1] / size))
+        f.add(judged, torch.tensor(analytic / size, dtype=torch.float64),
+              torch.tensor(out["numeric"] / size, dtype=torch.float64),
               output=None, rows=torch.tensor(-1), cols=torch.tensor(lo), slopes=slopes,
               note="vᵀJ at this element (v: the random output weights)")
         f.total -= 1  # f.total is the element count, set by the caller; add() counted this element again

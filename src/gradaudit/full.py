@@ -359,6 +359,43 @@ def _quick_band(problem: Problem, j: int, band: Band, tol: ToleranceUsed, found:
 
 # -- final stage ---------------------------------------------------------------------------------
 
+#: Ridders restarted from h0 / 10^k, k = 1..SHRINKS, where its first tableau could not decide
+SHRINKS = 4
+UNDECIDED = (J.COARSE, J.DISCONTINUITY, J.EVIDENCE_NONFINITE)
+
+
+def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Tensor, value: torch.Tensor,
+            bound: torch.Tensor, sides: tuple[torch.Tensor, torch.Tensor], judged: J.Judged, tol: ToleranceUsed,
+            info: Info) -> tuple[torch.Tensor, torch.Tensor, J.Judged]:
+    """Entries the first tableau left undecided (an error bound too large for the value, a jump inside
+    the steps, steps that left the function's domain) get Ridders again from smaller first steps, h0/10,
+    h0/100, ...: near a singularity (tan near a pole, asin near 1, polygamma near a pole) the truncation
+    error of the large steps dominates, and smaller ones see the smooth function. Per entry the
+    estimate with the smallest error bound is kept, and the entry is judged again; an entry that is
+    still undecided stays inconclusive. A real kink (one-sided slopes that differ) is not retried."""
+    import torch
+
+    from .numeric import RIDDERS_BASE
+
+    base = RIDDERS_BASE
+    for _ in range(SHRINKS):
+        undecided = torch.isin(judged.reason.expand_as(judged.verdict), torch.tensor(UNDECIDED))
+        if not bool(undecided.any()):
+            break
+        base /= 10
+        cols = undecided.any(dim=0).nonzero().flatten()  # judged is (M, w): columns of this part
+        info["ridders_retries"] = info.get("ridders_retries", 0) + len(cols)
+        (v2, b2) = ridders_columns(problem, j, part[cols], info, base=base)[k]  # (w', M)
+        better = (b2 < bound[cols]) | ~torch.isfinite(bound[cols])
+        better &= torch.isfinite(v2) & torch.isfinite(b2)
+        value, bound = value.clone(), bound.clone()
+        value[cols] = torch.where(better, v2, value[cols])
+        bound[cols] = torch.where(better, b2, bound[cols])
+        left, right = sides
+        judged = J.judge(obs, value.T, tol, reference_bound=bound.T, scale=_scale(problem, j, k, part),
+                         slopes=(left.T, right.T), precision=_precision(problem, j))
+    return value, bound, judged
+
 def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[int, int], torch.Tensor | None],
            banded: Band | None, tol: ToleranceUsed, found: Findings, info: Info) -> None:
     """Judge every entry of columns *cols* of input j with Ridders per entry and one-sided slopes."""
@@ -375,6 +412,7 @@ def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[in
             obs = torch.zeros_like(value.T) if ana is None else ana
             judged = J.judge(obs, value.T, tol, reference_bound=bound.T, scale=_scale(problem, j, k, part),
                              slopes=(left.T, right.T), precision=_precision(problem, j))
+            value, bound, judged = _shrink(problem, j, k, part, obs, value, bound, (left, right), judged, tol, info)
             found.add(judged, obs, value.T, output=k, rows=torch.arange(value.shape[1]).reshape(-1, 1),
                       cols=part.reshape(1, -1), slopes=(left.T, right.T),
                       kind="none-gradient" if ana is None else None,
