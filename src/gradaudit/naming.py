@@ -74,8 +74,16 @@ def _torch_name(fn: Any) -> str | None:
         return None
     for space in TORCH_NAMESPACES:
         module = sys.modules.get(space)
-        if module is not None and getattr(module, name, None) is fn:
-            return f"{space}.{name}"
+        if module is None:
+            continue
+        short = space.rsplit(".", 1)[-1] + "_"  # torch.linalg.svdvals is named linalg_svdvals
+        for candidate in (name, name.removeprefix(short)):
+            if getattr(module, candidate, None) is fn:
+                return f"{space}.{candidate}"
+    torch = sys.modules.get("torch")
+    owner = getattr(fn, "__objclass__", None)  # a method descriptor: torch.Tensor.sin
+    if torch is not None and owner is not None and getattr(torch.Tensor, name, None) is fn:
+        return f"torch.Tensor.{name}"
     return None
 
 

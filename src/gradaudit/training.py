@@ -60,6 +60,14 @@ KINDS: tuple[str, ...] = (
     "param_not_updated", "non_finite_grad", "inplace_leaf_update",
 )
 
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def _n_steps(count: int) -> str:
+    return _n(count, "step")
+
+
 # what torch says when a leaf that requires grad is modified in place outside torch.no_grad()
 LEAF_INPLACE = "leaf Variable that requires grad"
 
@@ -600,7 +608,7 @@ def _findings(aud: _Auditor, steps_run: int, stopped: bool, accumulate: int, hav
                 out.append(Finding(
                     "param_not_in_optimizer", p.name,
                     f"'{p.name}' requires grad but is in none of the optimizer's param groups, and nothing else "
-                    f"changed it in {steps_run} steps: it never trains. Build the optimizer from "
+                    f"changed it in {_n_steps(steps_run)}: it never trains. Build the optimizer from "
                     f"model.parameters() (or add it: optimizer.add_param_group({{'params': [...]}})), or freeze it "
                     f"with requires_grad_(False) if that is intended.",
                     step=1, expected=_EXPECTED["param_not_in_optimizer"], observed="in no param group",
@@ -613,10 +621,11 @@ def _findings(aud: _Auditor, steps_run: int, stopped: bool, accumulate: int, hav
             if not p.arrived and p.tensor.requires_grad:
                 out.append(Finding(
                     "param_no_grad", p.name,
-                    f"'{p.name}' requires grad but received no gradient in {steps_run} steps: it is not used on the "
-                    f"way to the loss, or only through .data / .detach() (which cut it out of the graph). Use the "
-                    f"parameter itself in the forward, or freeze it with requires_grad_(False) if it is unused.",
-                    step=1, expected=_EXPECTED["param_no_grad"], observed=f"no gradient in {steps_run} steps",
+                    f"'{p.name}' requires grad but received no gradient in {_n_steps(steps_run)}: it is not used "
+                    f"on the way to the loss, or only through .data / .detach() (which cut it out of the graph). "
+                    "Use the parameter itself in the forward, or freeze it with requires_grad_(False) if it is "
+                    "unused.",
+                    step=1, expected=_EXPECTED["param_no_grad"], observed=f"no gradient in {_n_steps(steps_run)}",
                     details={"shape": list(p.tensor.shape)}))
     else:
         skipped["param_no_grad"] = why_not
@@ -640,7 +649,7 @@ def _findings(aud: _Auditor, steps_run: int, stopped: bool, accumulate: int, hav
                 f"{_steps_text([s + 1 for s in with_grad])}) but its value was identical after every step: "
                 + _not_updated_cause(aud, p, steps_run, have_optimizer),
                 step=with_grad[0] + 1, expected=_EXPECTED["param_not_updated"],
-                observed=f"unchanged after {steps_run} steps, max |grad| {_num(gmax)}",
+                observed=f"unchanged after {_n_steps(steps_run)}, max |grad| {_num(gmax)}",
                 details={"grad_max_abs": gmax, "steps_with_grad": [s + 1 for s in with_grad]}))
     elif not judged_params:
         skipped["param_not_updated"] = why_not
@@ -694,7 +703,7 @@ def _not_updated_cause(aud: _Auditor, p: _Param, steps_run: int, have_optimizer:
                 "in place under torch.no_grad(): `w -= lr * w.grad`, then zero the gradient.")
     if not p.at_step:
         if not aud.opt_steps:
-            return (f"optimizer.step() was never called in {steps_run} steps. Call it after backward() "
+            return (f"optimizer.step() was never called in {_n_steps(steps_run)}. Call it after backward() "
                     f"(every accumulate steps when accumulating).")
         return "no optimizer.step() call saw it. Check which optimizer holds it."
     grads = [g for _, g, _ in p.at_step]
@@ -856,7 +865,7 @@ def audit_training(step: Callable[[Any], Any], batches: Iterable[Any], *, model:
 
     by_name = {p.name: p for p in plist}
     records = [_record(f, name, source, by_name) for f in found]
-    scope = f"{len(plist)} parameters, {steps_run} steps"
+    scope = f"{_n(len(plist), 'parameter')}, {_n_steps(steps_run)}"
     kinds_found = {f.kind for f in found}
     for kind in KINDS:
         if kind in kinds_found:
