@@ -190,7 +190,7 @@ def test_affine_one_sided_columns_that_disagree_are_judged_again_by_ridders():
     assert m.reference == pytest.approx(a[7, 5].item(), abs=1e-12)
     assert m.observed == pytest.approx(a[7, 5].item() + 0.5, abs=1e-12)
     text = res.report()
-    assert "ridders columns 1" in text and "affine in 'input0'" in text
+    assert "ridders columns 1" in text and "affine in 'x'" in text
 
 
 def test_a_kink_within_the_one_sided_step_is_never_a_false_failure():

@@ -329,7 +329,8 @@ def test_sigint_during_a_run_keeps_the_earlier_results_byte_identical(tmp_path):
     time.sleep(3.0)  # loading or running, depending on the machine: either way nothing may be written
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    # 130, or death by SIGINT (-2), which a shell also reports as 130
+    assert proc.returncode in (130, -signal.SIGINT), (proc.returncode, err)
     assert "Traceback" not in err and "interrupted" in err and "untouched" in err, err
     assert out.read_bytes() == b"earlier\n"
 

@@ -127,3 +127,22 @@ def test_usage_error_exits_2(cli):
 def test_python_dash_m():
     res = subprocess.run([sys.executable, "-m", "gradaudit", "--help"], capture_output=True, text=True)
     assert res.returncode == 0 and "run" in res.stdout and "plan" in res.stdout
+
+
+def test_quiet_shows_only_what_did_not_pass(cli, ledger):
+    path = ledger('[{"name": "right", "function": "x*x", "x": 3.0, "analytical_gradient": 6}, '
+                  '{"name": "wrong", "function": "x*x", "x": 3.0, "analytical_gradient": 7}]')  # d/dx x^2 = 6 at 3
+    res = cli("run", str(path), "--quiet")
+    assert res.code == 1
+    assert "wrong" in res.out and "right" not in res.out and "env " not in res.out
+    assert res.out.rstrip().splitlines()[-1] == "3 passed, 3 failed"
+    assert cli("run", "quickstart", "-q").out.strip() == "6 passed, 0 failed"
+
+
+def test_a_narrow_terminal_gets_a_short_card_per_record(cli):
+    res = cli("run", "quickstart", "--width", "50")
+    lines = res.out.splitlines()
+    cards = [line for line in lines if line.startswith(("PASS ", "FAIL ", "      "))]
+    assert len(cards) >= 12 and all(len(line) <= 50 for line in cards)  # 6 records, at least 2 lines each
+    assert any(line.startswith("PASS  x squared at x = 3 [x]") for line in lines)
+    assert any(line.startswith("      backward (stored) · expected 6") for line in lines)

@@ -35,8 +35,9 @@ verdict  check         method    stored/returned  expected  observed  abs err  t
 fail     claims 7 [x]  backward  stored           [2, 7]    [2, 6]    1        1e-07/1e-07  (2,)   float64  cpu   \n
 """
 
-NARROW = ("fail     claims 7 [x] · backward (stored) · expected [2, 7] · observed [2, 6] · abs err 1 · "
-          "tol 1e-07/1e-07 · (2,) float64 cpu\n\n")
+NARROW = ("FAIL  claims 7 [x]\n"  # a short card per record, wrapped at the width, fields indented
+          "      backward (stored) · expected [2, 7] · observed [2, 6] · abs err 1 · tol\n"
+          "      1e-07/1e-07 · (2,) float64 cpu\n\n")
 
 
 def rendered(width):
@@ -49,7 +50,7 @@ def test_wide_table_pinned():
     assert rendered(120) == WIDE + DETAIL
 
 
-def test_narrow_falls_back_to_one_line_per_record():
+def test_narrow_falls_back_to_a_card_per_record():
     assert rendered(80) == NARROW + DETAIL
 
 

@@ -98,7 +98,7 @@ def test_write_results_then_report_renders_check_results_like_ledger_records(tmp
     failure = root.find(".//failure")
     assert failure.get("message").startswith("4 / 16 elements mismatched")
     assert "numeric | autograd | abs | rel | allowed | verdict" in failure.text
-    assert "| fail | Wrong.apply [input0] | vjp | returned |" in md.read_text()
+    assert "| fail | Wrong.apply [x] | vjp | returned |"  # x: the name in forward(ctx, x) in md.read_text()
 
 
 def test_a_plan_shows_in_html_and_is_skipped_not_passed_in_junit(tmp_path, cli, ledger):

@@ -1,4 +1,5 @@
-"""Every worked number of seeds 000, 001 and 004, pinned to the value the documents derive by hand.
+"""Every worked number of the quickstart, the gradient-check tutorial and the autograd lesson, pinned to
+the value the documents derive by hand.
 
 The expected numbers here are copied from the documents (or derived in the comment beside
 them); they are not taken from running gradaudit.
@@ -26,17 +27,19 @@ def observed(results, suite, check, fact, method="observation"):
 def test_every_suite_is_green_apart_from_declared_failures_and_skips(results):
     outcomes = {r.outcome for r in results.values()}
     assert outcomes <= {"passed", "expected failures", "skipped"}
-    assert all(r.source.startswith("seed 00") for r in results.values())
+    documents = ("the quickstart", "the gradient-check tutorial", "the autograd lesson")
+    assert all(r.source.startswith(documents) for r in results.values())
     assert all(r.derivation for r in results.values())
 
 
 def test_each_check_names_document_and_section():
     for name in suites.names():
         for c in suites.load(name):
-            assert "seed 00" in c.source and "'" in c.source, c.name
+            assert c.source.startswith(("the quickstart", "the gradient-check tutorial", "the autograd lesson")), c.name
+            assert "'" in c.source, c.name  # and the section, quoted
 
 
-# seed 000 ---------------------------------------------------------------------------------
+# the quickstart ---------------------------------------------------------------------------------
 
 def test_quickstart_numbers(results):
     q = "quickstart"
@@ -47,10 +50,10 @@ def test_quickstart_numbers(results):
     assert observed(results, q, "reset: x.grad = None, then a fresh pass", "x", "backward") == 6
 
 
-# seed 001 ---------------------------------------------------------------------------------
+# the gradient-check tutorial ---------------------------------------------------------------------------------
 
 def test_notebook_numbers(results):
-    n = "notebook"
+    n = "tutorial"
     assert observed(results, n, "x squared", "x", "backward") == 6
     assert observed(results, n, "short vector sum", "x", "autograd.grad") == [1, 1, 1]
     assert observed(results, n, "accumulation: stored grows, a fresh forward each pass", "x", "backward") == 12
@@ -64,13 +67,13 @@ def test_notebook_numbers(results):
 
 def test_notebook_keeps_one_failure_intact(results):
     for method in ("backward", "autograd.grad", "finite_difference"):
-        r = results["notebook", "a failed check kept intact: 2x written as x^2", "x", method]
+        r = results["tutorial", "a failed check kept intact: 2x written as x^2", "x", method]
         assert r.verdict == "fail" and r.outcome == "expected failures"
         assert r.discrepancy.max_abs == pytest.approx(3, abs=1e-6)  # 9 claimed, 2x = 6 true
         assert r.function == "x*x" and r.environment == "test"
 
 
-# seed 004 ---------------------------------------------------------------------------------
+# the autograd lesson ---------------------------------------------------------------------------------
 
 L = "lesson"
 

@@ -295,9 +295,15 @@ def _outputs(outs: list[Any]) -> list[torch.Tensor]:
 def _arg_names(fn: Callable[..., Any], count: int) -> list[str]:
     import inspect
 
+    import torch
+
+    owner = getattr(fn, "__self__", None)
+    target, skip = fn, 0
+    if isinstance(owner, type) and issubclass(owner, torch.autograd.Function) and fn.__name__ == "apply":
+        target, skip = owner.forward, 1  # MyFunction.apply(x, w): the names of forward(ctx, x, w)
     try:
-        params = [p.name for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        params = [p.name for p in inspect.signature(target).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][skip:]
     except (TypeError, ValueError):
         params = []
     return params[:count] if len(params) >= count else [f"input{i}" for i in range(count)]

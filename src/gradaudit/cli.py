@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from .errors import EXIT_CHECK_FAILED, EXIT_NO_CHECKS, EXIT_USAGE, GradauditError, SpecError
-from .render.common import clean
+from .render.common import clean, plural
 from .run import DEFAULT_MAX_ELEMENTS
 from .run import plan as plan_checks
 from .run import run as run_checks
@@ -161,6 +161,7 @@ MIN_WIDTH = 40  # narrower, and the table has no room for its columns
 @click.option("--list", "list_only", is_flag=True, help="List the checks without running them.")
 @click.option("--width", type=click.IntRange(min=MIN_WIDTH), default=None,
               help=f"Table width, at least {MIN_WIDTH} (default: the terminal's).")
+@click.option("-q", "--quiet", is_flag=True, help="Show only what did not pass (and the summary line).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds each check may take (a check's own 'timeout' key wins); on expiry the check "
                    "gets the error verdict and the run goes on.")
@@ -168,8 +169,8 @@ MIN_WIDTH = 40  # narrower, and the table has no room for its columns
               help="Refuse, before any work, a check with more elements to differentiate (finite differences "
                    "cost about 12 evaluations per element).")
 def run(targets: tuple[str, ...], json_path: str | None, html_path: str | None, junit_path: str | None,
-        markdown_path: str | None, pattern: str | None, list_only: bool, width: int | None, timeout: float | None,
-        max_elements: int) -> None:
+        markdown_path: str | None, pattern: str | None, list_only: bool, width: int | None, quiet: bool,
+        timeout: float | None, max_elements: int) -> None:
     """Run the checks of built-in SUITES or ledger FILES (default: every built-in suite)."""
     from .env import environment
     from .ledger import results_text, write_atomic
@@ -185,7 +186,7 @@ def run(targets: tuple[str, ...], json_path: str | None, html_path: str | None, 
         for label, checks in loaded:
             console.print(f"{clean(label, newlines=False)}:", highlight=False, markup=False)
             for c in checks:
-                how = ", ".join(getattr(c, "methods", ())) or f"observation of {len(c.expected)} facts"
+                how = ", ".join(getattr(c, "methods", ())) or f"observation of {plural(len(c.expected), 'fact')}"
                 console.print(clean(f"  {c.name} — {how} — {c.source}", newlines=False), highlight=False, markup=False)
         return
     for label, checks in loaded:
@@ -211,7 +212,7 @@ def run(targets: tuple[str, ...], json_path: str | None, html_path: str | None, 
     progress.stop()
     counts = summarize(records)
     header = {"environment": env, "targets": [label for label, _ in loaded], "summary": counts}
-    render(records, console, repro=repro, environment_lines=environment_lines(env))
+    render(records, console, repro=repro, environment_lines=() if quiet else environment_lines(env), quiet=quiet)
     written = []
     if json_path:  # after the table: a file that cannot be written does not hide the results
         write_atomic(json_path, results_text(records, header))
@@ -250,17 +251,22 @@ def report(results: str, html_path: str | None, junit_path: str | None, markdown
 @click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
               help="Where to write the .ipynb file.")
 @click.option("--execute", is_flag=True, help="Run every cell offline (nbclient, kernel python3) and keep outputs.")
-@click.option("--suite", "suite_names", multiple=True, default=("notebook",), show_default=True,
-              help="Built-in suites to include (repeat the option).")
-def notebook(output: str, execute: bool, suite_names: tuple[str, ...]) -> None:
-    """Write the seed-001 gradient-check notebook: expectations first, evidence after."""
+@click.option("--suite", "suite_names", multiple=True,
+              help="Built-in suites to include (repeat the option; default: notebook, unless --from is given).")
+@click.option("--from", "ledgers", multiple=True, metavar="LEDGER",
+              help="A ledger file (JSON or TOML) whose checks the notebook teaches (repeat the option).")
+def notebook(output: str, execute: bool, suite_names: tuple[str, ...], ledgers: tuple[str, ...]) -> None:
+    """Write a notebook that teaches PyTorch gradients: per check the derivation first, then the torch
+    code (backward and .grad, torch.autograd.grad, a central difference), then gradaudit's comparison."""
     from . import suites
     from .render import notebook as nbr
 
+    if not suite_names and not ledgers:
+        suite_names = ("notebook",)
     for name in suite_names:
         if name not in suites.BUILTIN:
             raise SpecError(f"there is no built-in suite '{name}'; built-in suites: {', '.join(suites.names())}.")
-    nb = nbr.build(suite_names)
+    nb = nbr.build(suite_names, ledgers)
     if execute:
         nbr.execute(nb, cwd=Path(output).resolve().parent)
     nbr.write(nb, output)

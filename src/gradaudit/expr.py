@@ -12,7 +12,20 @@ tree of whitelisted nodes and interpreted with torch; nothing is ever passed to
 9.0
 
 Allowed: numbers, input names, ``+ - * / **``, unary minus, parentheses and
-calls of the functions in :data:`FUNCTIONS` with positional arguments.
+calls of the functions in :data:`FUNCTIONS`. A few functions take parameters after
+their tensor argument (see :data:`PARAMS`), positionally or by keyword: ``dim`` (an
+integer) and ``keepdim`` (``True``/``False``) for ``sum mean prod amax amin logsumexp``
+(reduce one dimension instead of all), ``dim`` (required) for ``softmax`` and
+``log_softmax``, ``min``/``max`` (numbers) for ``clamp``. A parameter is a constant
+written out, never an expression, and no other keyword is accepted.
+
+>>> e = parse("sum(softmax(x, dim=-1) * w, 1)", allowed_names=("x", "w"))
+>>> e.names, e.functions
+(('x', 'w'), ('sum', 'softmax'))
+>>> [round(v, 3) for v in e({"x": torch.zeros(2, 2), "w": torch.tensor([[1.0, 3.0], [0.0, 2.0]])}).tolist()]
+[2.0, 1.0]
+>>> float(parse("sum(clamp(x, min=0))")({"x": torch.tensor([-1.0, 2.0])}))
+2.0
 """
 
 from __future__ import annotations
@@ -38,22 +51,46 @@ def _torch() -> Any:
 
 
 def _fn(name: str, arity: int | tuple[int, int] = 1) -> tuple[Callable[..., Any], tuple[int, int]]:
-    def call(*args: Any) -> Any:
+    def call(*args: Any, **params: Any) -> Any:
         torch = _torch()
         tensors = [a if isinstance(a, torch.Tensor) else torch.as_tensor(a, dtype=torch.float64)
                    for a in args]
-        return _IMPLS[name](torch, *tensors)
+        return _IMPLS[name](torch, *tensors, **params)
 
     span = (arity, arity) if isinstance(arity, int) else arity
     return call, span
 
 
+def _reduction(method: str) -> Callable[..., Any]:
+    """A reduction over every element, or over one dimension ``dim`` (kept as size 1 with ``keepdim``)."""
+    def reduce(t: Any, x: Any, dim: int | None = None, keepdim: bool = False) -> Any:
+        if dim is None:
+            return getattr(t, method)(x)
+        return getattr(t, method)(x, dim, keepdim=keepdim)
+
+    return reduce
+
+
+def _logsumexp(t: Any, x: Any, dim: int | None = None, keepdim: bool = False) -> Any:
+    if dim is None:  # over every element, as sum(x): log(sum(exp(x)))
+        return t.logsumexp(x.reshape(-1), 0)
+    return t.logsumexp(x, dim, keepdim=keepdim)
+
+
+def _clamp(t: Any, x: Any, min: float | None = None, max: float | None = None) -> Any:
+    return t.clamp(x, min=None if min is None else float(min), max=None if max is None else float(max))
+
+
 _IMPLS: dict[str, Callable[..., Any]] = {
-    "sum": lambda t, x: t.sum(x),
-    "mean": lambda t, x: t.mean(x),
-    "prod": lambda t, x: t.prod(x),
-    "amax": lambda t, x: t.amax(x),
-    "amin": lambda t, x: t.amin(x),
+    "sum": _reduction("sum"),
+    "mean": _reduction("mean"),
+    "prod": _reduction("prod"),
+    "amax": _reduction("amax"),
+    "amin": _reduction("amin"),
+    "logsumexp": _logsumexp,
+    "softmax": lambda t, x, dim: t.softmax(x, dim),
+    "log_softmax": lambda t, x, dim: t.log_softmax(x, dim),
+    "clamp": _clamp,
     "sin": lambda t, x: t.sin(x),
     "cos": lambda t, x: t.cos(x),
     "tan": lambda t, x: t.tan(x),
@@ -82,8 +119,20 @@ _IMPLS: dict[str, Callable[..., Any]] = {
 }
 
 _TWO_ARGS = {"pow", "maximum", "minimum", "dot", "matmul"}
+#: the tensor arguments each function takes (expressions), before its parameters
+TENSOR_ARGS: dict[str, int] = {name: 2 if name in _TWO_ARGS else 1 for name in _IMPLS}
+#: the parameters a function takes after its tensor arguments, in positional order; each may also be
+#: given by keyword, and each is a constant written out (an integer dim, True/False, a number)
+_REDUCE = ("dim", "keepdim")
+PARAMS: dict[str, tuple[str, ...]] = {
+    "sum": _REDUCE, "mean": _REDUCE, "prod": _REDUCE, "amax": _REDUCE, "amin": _REDUCE, "logsumexp": _REDUCE,
+    "softmax": ("dim",), "log_softmax": ("dim",), "clamp": ("min", "max"),
+}
+_REQUIRED: dict[str, tuple[str, ...]] = {"softmax": ("dim",), "log_softmax": ("dim",)}
+KEYWORDS = ("dim", "keepdim", "min", "max")
+MAX_DIM = 64  # torch tensors have at most 64 dimensions: dim lies in [-64, 63]
 FUNCTIONS: dict[str, tuple[Callable[..., Any], tuple[int, int]]] = {
-    name: _fn(name, 2 if name in _TWO_ARGS else 1) for name in sorted(_IMPLS)
+    name: _fn(name, (TENSOR_ARGS[name], TENSOR_ARGS[name] + len(PARAMS.get(name, ())))) for name in sorted(_IMPLS)
 }
 CONSTANTS: dict[str, float] = {"pi": math.pi}
 
@@ -98,6 +147,8 @@ _BINOPS: dict[type, tuple[str, Callable[[Any, Any], Any]]] = {
 ALLOWED = (
     "numbers, input names, + - * / **, unary minus, parentheses and calls of "
     + ", ".join(sorted(FUNCTIONS))
+    + "; the parameters dim, keepdim, min and max, as constants: sum(x, 1), softmax(x, dim=-1), "
+      "clamp(x, min=0)"
 )
 
 _REFUSED = {
@@ -224,14 +275,95 @@ def _validate_call(node: ast.Call, text: str, names: list[str], functions: list[
             f"the expression {text!r} calls the unknown function '{name}'.{_suggest(name, tuple(FUNCTIONS))} "
             f"Known functions: {', '.join(sorted(FUNCTIONS))}."
         )
-    if node.keywords:
-        raise SpecError(f"in {text!r}, {name}() takes positional arguments only.")
+    params = PARAMS.get(name, ())
+    if node.keywords and not params:
+        raise SpecError(f"in {text!r}, {name}() takes positional arguments only (no keyword such as "
+                        f"'{node.keywords[0].arg or '**'}').")
     low, high = FUNCTIONS[name][1]
     if not low <= len(node.args) <= high:
-        raise SpecError(f"in {text!r}, {name}() takes {low} argument(s); {len(node.args)} given.")
+        if low == high:
+            raise SpecError(f"in {text!r}, {name}() takes {low} argument(s); {len(node.args)} given.")
+        signature = ", ".join(("x", "y")[:low] + params)
+        raise SpecError(f"in {text!r}, {name}() takes {low} to {high} arguments ({name}({signature})); "
+                        f"{len(node.args)} given.")
     functions.append(name)
-    for arg in node.args:
+    for arg in node.args[:TENSOR_ARGS[name]]:
         _validate(arg, text, names, functions, allowed_names, depth + 1)
+    call_params(node, text)
+
+
+def call_params(node: ast.Call, text: str) -> dict[str, Any]:
+    """The parameters of a call (``dim``, ``keepdim``, ``min``, ``max``) as Python values, given
+    positionally after the tensor arguments or by keyword; SpecError for anything else."""
+    assert isinstance(node.func, ast.Name)
+    name = node.func.id
+    params = PARAMS.get(name, ())
+    given: dict[str, Any] = {}
+    for param, arg in zip(params, node.args[TENSOR_ARGS[name]:]):
+        given[param] = _constant(arg, text, name, param)
+    for kw in node.keywords:
+        if kw.arg is None:
+            raise SpecError(f"in {text!r}, keyword unpacking (**) is not allowed; write {name}()'s "
+                            f"parameters out, e.g. {name}(x, {params[0]}=...).")
+        if kw.arg not in KEYWORDS:
+            raise SpecError(f"in {text!r}, the keyword '{kw.arg}' is not allowed; ledger expressions take only "
+                            f"the keywords {', '.join(KEYWORDS)}.{_suggest(kw.arg, KEYWORDS)}")
+        if kw.arg not in params:
+            raise SpecError(f"in {text!r}, {name}() takes no keyword '{kw.arg}'; its parameters are "
+                            f"{', '.join(params)}.")
+        if kw.arg in given:
+            raise SpecError(f"in {text!r}, {name}() gets '{kw.arg}' twice (by position and by keyword).")
+        given[kw.arg] = _constant(kw.value, text, name, kw.arg)
+    missing = [p for p in _REQUIRED.get(name, ()) if p not in given]
+    if missing:
+        raise SpecError(f"in {text!r}, {name}() needs '{missing[0]}', the dimension it normalizes over, "
+                        f"e.g. {name}(x, {missing[0]}=-1).")
+    if "keepdim" in given and "dim" not in given:
+        raise SpecError(f"in {text!r}, {name}() gets keepdim without dim; keepdim keeps the reduced "
+                        f"dimension, so give it, e.g. {name}(x, dim=0, keepdim=True).")
+    if name == "clamp":
+        if not given:
+            raise SpecError(f"in {text!r}, clamp() needs min, max or both, e.g. clamp(x, -1, 1) or "
+                            "clamp(x, min=0).")
+        if "min" in given and "max" in given and given["min"] > given["max"]:
+            raise SpecError(f"in {text!r}, clamp() gets min {given['min']!r} above max {given['max']!r}; "
+                            "min must not exceed max.")
+    return given
+
+
+def _constant(node: ast.expr, text: str, name: str, param: str) -> Any:
+    """A parameter's value: a number or True/False written out (an optional sign), checked for *param*."""
+    value: Any = None
+    if isinstance(node, ast.Constant):
+        value = node.value
+    elif (isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd))
+          and isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, (int, float))
+          and not isinstance(node.operand.value, bool)):
+        value = -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
+    else:
+        seen = ast.get_source_segment(text.strip(), node) or type(node).__name__
+        seen = seen if len(seen) <= 40 else seen[:37] + "..."
+        raise SpecError(f"in {text!r}, {name}()'s parameter '{param}' is {seen!r}, not a constant; "
+                        f"{_PARAM_KINDS[param]}" + (" (for a bound that is an input use maximum(x, y) or "
+                                                   "minimum(x, y))" if param in ("min", "max") else "") + ".")
+    if param == "dim":
+        if isinstance(value, bool) or not isinstance(value, int) or not -MAX_DIM <= value < MAX_DIM:
+            raise SpecError(f"in {text!r}, {name}()'s parameter 'dim' is {value!r}; {_PARAM_KINDS['dim']}.")
+    elif param == "keepdim":
+        if not isinstance(value, bool):
+            raise SpecError(f"in {text!r}, {name}()'s parameter 'keepdim' is {value!r}; "
+                            f"{_PARAM_KINDS['keepdim']}.")
+    elif isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+        raise SpecError(f"in {text!r}, {name}()'s parameter '{param}' is {value!r}; {_PARAM_KINDS[param]}.")
+    return value
+
+
+_PARAM_KINDS = {
+    "dim": f"dim must be an integer written out, from {-MAX_DIM} to {MAX_DIM - 1}, such as 0 or -1",
+    "keepdim": "keepdim must be True or False",
+    "min": "min must be a finite number written out, such as -1 or 0.5",
+    "max": "max must be a finite number written out, such as 1 or 2.5",
+}
 
 
 def _evaluate(node: ast.AST, env: Mapping[str, Any]) -> Any:
@@ -258,6 +390,8 @@ def _evaluate(node: ast.AST, env: Mapping[str, Any]) -> Any:
         value = _evaluate(node.operand, env)
         return -value if isinstance(node.op, ast.USub) else value
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        args = [_evaluate(a, env) for a in node.args]
-        return FUNCTIONS[node.func.id][0](*args)
+        name = node.func.id
+        args = [_evaluate(a, env) for a in node.args[:TENSOR_ARGS[name]]]
+        params = call_params(node, "") if name in PARAMS else {}
+        return FUNCTIONS[name][0](*args, **params)
     raise SpecError(f"cannot evaluate {ast.unparse(node)!r}")  # unreachable after parse()

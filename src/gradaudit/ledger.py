@@ -1,6 +1,6 @@
 """Ledger files (JSON or TOML) of expectations, and result files written atomically.
 
-A ledger is data: it is parsed, never evaluated. The seed's record shape works as it is:
+A ledger is data: it is parsed, never evaluated. The simplest record shape:
 
 >>> checks = parse_ledger({"function": "x*x", "x": 3, "analytical_gradient": 6}, where="demo")
 >>> checks[0].name, checks[0].inputs["x"].dtype

@@ -1,24 +1,147 @@
-"""pytest plugin (entry point ``pytest11``): a ``gradaudit`` fixture and a ``gradaudit`` marker.
+"""pytest plugin (entry point ``pytest11``): a ``gradaudit`` fixture and a ``gradaudit`` marker,
+and ledger files collected as tests.
 
     @pytest.mark.gradaudit(mode="full", seed=3)
     def test_my_op(gradaudit):
         x = torch.randn(5, dtype=torch.float64, requires_grad=True)
         gradaudit.assert_gradients(my_op, (x,))
 
-torch is imported only when a test uses the fixture.
+**Ledgers.** Files named ``*.gradaudit.json`` or ``*.gradaudit.toml`` (the ini option
+``gradaudit_ledgers`` sets the patterns) are collected as one test item per check, named after the
+check (so ``-k`` selects checks). An item runs its check by every method and fails with the text
+report of its records; a check declared ``"expect": "fail"`` is reported as xfailed when it fails as
+expected, and fails when it passes. A malformed ledger is one collection error: the paragraph that
+``gradaudit run`` prints (file, record, field, the fix), without a traceback.
+
+torch is never imported when the plugin loads: a test that uses the fixture imports it, and so does a
+ledger file, when it is collected (the ledger is validated then: shapes, dtypes and devices, with torch).
 """
 
 from __future__ import annotations
 
+import fnmatch
+import functools
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+LEDGER_PATTERNS = ("*.gradaudit.json", "*.gradaudit.toml")
+
+
+def pytest_addoption(parser: Any) -> None:
+    parser.addini("gradaudit_ledgers", type="args", default=list(LEDGER_PATTERNS),
+                  help="file name patterns of gradaudit ledger files that pytest collects, one test per "
+                       f"check (default: {' '.join(LEDGER_PATTERNS)})")
 
 
 def pytest_configure(config: Any) -> None:
     config.addinivalue_line(
         "markers", "gradaudit(**options): default options (mode, seed, order, forward_ad, ...) for the "
                    "gradaudit fixture's check and assert_gradients")
+
+
+def is_ledger(path: Path, patterns: Sequence[str]) -> bool:
+    """Whether *path* matches one of the patterns: a pattern without a slash matches the file name,
+    one with a slash the end of the path (as pytest's ``python_files``)."""
+    for pattern in patterns:
+        if "/" in pattern:
+            if fnmatch.fnmatch(path.as_posix(), pattern if pattern.startswith("/") else f"*/{pattern}"):
+                return True
+        elif fnmatch.fnmatch(path.name, pattern):
+            return True
+    return False
+
+
+def pytest_collect_file(file_path: Path, parent: Any) -> Any:
+    if is_ledger(file_path, parent.config.getini("gradaudit_ledgers")):
+        return LedgerFile.from_parent(parent, path=file_path)
+    return None
+
+
+class LedgerCheckFailed(Exception):
+    """A ledger check that did not pass; its message is the text report of the check's records."""
+
+
+class LedgerFile(pytest.File):
+    """A ledger file: one item per check, in the file's order (deterministic, so that pytest-xdist's
+    workers, which each collect, agree)."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        from .errors import GradauditError
+        from .ledger import read_ledger
+        from .render.common import clean
+
+        try:
+            checks = read_ledger(self.path)
+        except GradauditError as exc:  # one collection error: the paragraph, no traceback
+            raise self.CollectError(clean(str(exc))) from None
+        used: set[str] = set()
+        for index, check in enumerate(checks, 1):
+            name = clean(check.name, newlines=False)  # control characters never reach the terminal
+            if name in used:  # two names that differ only in control characters
+                name = f"{name} (record {index})"
+            used.add(name)
+            yield LedgerItem.from_parent(self, name=name, check=check, index=index)
+
+
+@functools.cache
+def _environment_id() -> str:
+    from .env import environment
+
+    return str(environment()["id"])
+
+
+class LedgerItem(pytest.Item):
+    """One check of a ledger, run by all its methods with ``gradaudit.run.run``."""
+
+    def __init__(self, *, check: Any, index: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.check = check
+        self.index = index
+        self.records: list[Any] = []
+
+    def runtest(self) -> None:
+        from .errors import GradauditError
+        from .record import run_failed, summarize
+        from .render.common import clean
+        from .run import run
+
+        try:
+            self.records = run([self.check], environment_id=_environment_id())
+        except GradauditError as exc:  # refused before running (too many elements, say)
+            raise LedgerCheckFailed(clean(str(exc))) from None
+        counts = summarize(self.records)
+        if run_failed(counts):  # failed, errors, inconclusive, unexpected passes
+            raise LedgerCheckFailed(self.report())
+        if counts.get("expected failures"):
+            if self.config.option.runxfail:
+                raise LedgerCheckFailed(self.report())
+            pytest.xfail(f"expected failure: {clean(self.check.expect_why or '', newlines=False)}")
+        if not any(r.executed and r.verdict != "skipped" for r in self.records):
+            reasons = sorted({clean(r.reason, newlines=False) for r in self.records if r.reason})
+            pytest.skip("; ".join(reasons) or "nothing to check: no input requires a gradient")
+
+    def report(self) -> str:
+        """The text renderer's output for this check's records (table, every failure in full, summary)."""
+        import io
+        import shlex
+
+        from .render.text import make_console, render
+
+        out = io.StringIO()
+        render(self.records, make_console(out, width=100),
+               repro={self.check.name: f"python -m pytest {shlex.quote(self.nodeid)}"})
+        return out.getvalue().rstrip("\n")
+
+    def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
+        if isinstance(excinfo.value, LedgerCheckFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"{self.path.name} record {self.index}: {self.name}"
 
 
 class GradauditFixture:

@@ -223,7 +223,7 @@ class Record:
         return self.verdict == "pass"
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON record: the seed's fields first (function, inputs by name, gradients)."""
+        """The JSON record: the ledger's fields first (function, inputs by name, gradients)."""
         body = to_json(self)
         head: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "kind": "record", "suite": body.pop("suite"),
                                 "check": body.pop("check"), "function": body.pop("function")}

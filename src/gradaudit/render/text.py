@@ -327,13 +327,21 @@ def table_width(records: Sequence[Record]) -> int:
     return int(probe.measure(table(records)).minimum)
 
 
-def stacked(records: Sequence[Record]) -> list[str]:
-    """The narrow-terminal view: one line per record, every field labelled."""
+def stacked(records: Sequence[Record], width: int = 80) -> list[str]:
+    """The narrow-terminal view: a short card per record, every field labelled, lines wrapped to *width*
+    with the fields indented under the verdict."""
+    import textwrap
+
     lines = []
+    pad = " " * 6
     for r in records:
         cells = row(r)
-        lines.append(f"{cells[0]:<8} {cells[1]} · {cells[2]} ({cells[3]}) · expected {cells[4]} · "
-                     f"observed {cells[5]} · abs err {cells[6]} · tol {cells[7]} · {cells[8]} {cells[9]} {cells[10]}")
+        fields = [f"{cells[2]} ({cells[3]})", f"expected {cells[4]}", f"observed {cells[5]}", f"abs err {cells[6]}",
+                  f"tol {cells[7]}", f"{cells[8]} {cells[9]} {cells[10]}"]
+        lines += textwrap.wrap(f"{cells[0].upper():<5} {cells[1]}", width=max(width, 20), subsequent_indent=pad,
+                               break_on_hyphens=False)
+        lines += textwrap.wrap(" · ".join(fields), width=max(width, 20), initial_indent=pad, subsequent_indent=pad,
+                               break_on_hyphens=False)
     return lines
 
 
@@ -347,14 +355,15 @@ def render(records: Sequence[Record], console: Any, *, title: str | None = None,
         if table_width(shown) <= console.width:
             console.print(table(shown, title=title))
         else:
-            for line in stacked(shown):
+            for line in stacked(shown, console.width):
                 console.print(line, highlight=False, markup=False, soft_wrap=True)
     for r in records:
         if needs_detail(r):
             console.print()
             for line in detail_lines(r, repro=(repro or {}).get(r.check)):
                 console.print(line, highlight=False, markup=False, soft_wrap=True)
-    console.print()
+    if shown or not quiet:
+        console.print()
     console.print(summary_line(summarize(list(records))), highlight=False, markup=False)
 
 

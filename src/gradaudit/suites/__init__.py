@@ -1,7 +1,8 @@
-"""Built-in suites: the course documents' worked numbers as checks.
+"""Built-in suites: the worked numbers of three course documents as checks, named by what they teach.
 
-``quickstart`` and ``notebook`` are ledger files (data); ``lesson`` is a module whose
-expectations are literal data beside the small probes that observe them.
+``quickstart`` and ``tutorial`` are ledger files (data); ``lesson`` is a module whose expectations
+are literal data beside the small probes that observe them. ``notebook`` is the tutorial's former
+name, still accepted.
 """
 
 from __future__ import annotations
@@ -11,12 +12,27 @@ from importlib import import_module, resources
 from ..errors import SpecError
 from ..spec import Expectation, Probe
 
-#: suite name -> (data file or module, document); a bare ``gradaudit run`` runs them all.
-BUILTIN = {
-    "quickstart": ("quickstart.toml", "seed 000: x*x at x=3, accumulation to 12, reset, second backward"),
-    "notebook": ("notebook.toml", "seed 001: expectations first, stored vs returned, chosen step, a kept failure"),
-    "lesson": ("lesson", "seed 004: the hand graph, finite differences, controls, custom Function, regression, bugs"),
-}
+ALIASES = {"notebook": "tutorial"}  # former names
+
+
+class _Suites(dict[str, tuple[str, str]]):
+    """The built-in suites by name; a former name (ALIASES) is found too, but not listed."""
+
+    def __contains__(self, name: object) -> bool:
+        return dict.__contains__(self, ALIASES.get(name, name) if isinstance(name, str) else name)
+
+    def __getitem__(self, name: str) -> tuple[str, str]:
+        return dict.__getitem__(self, ALIASES.get(name, name))
+
+
+#: suite name -> (data file or module, what it teaches); a bare ``gradaudit run`` runs them all.
+BUILTIN = _Suites({
+    "quickstart": ("quickstart.toml", "the quickstart: x*x at x=3, accumulation to 12, a reset, a second backward"),
+    "tutorial": ("tutorial.toml", "the gradient-check tutorial: expectations first, stored vs returned, a chosen "
+                                  "step, a failure kept intact"),
+    "lesson": ("lesson", "the autograd lesson: the hand graph, finite differences, controls, a custom Function, "
+                         "linear regression, the common bugs"),
+})
 
 
 def names() -> list[str]:
@@ -29,6 +45,7 @@ def load(name: str) -> list[Expectation | Probe]:
 
     if name not in BUILTIN:
         raise SpecError(f"there is no built-in suite '{name}'; built-in suites: {', '.join(BUILTIN)}.")
+    name = ALIASES.get(name, name)
     target = BUILTIN[name][0]
     if not target.endswith(".toml"):
         found = import_module(f"{__name__}.{target}").checks()

@@ -16,7 +16,7 @@ from typing import Any
 from ..spec import Expectation, InputSpec, Matches, Probe
 from ..tolerances import Tolerance
 
-DOC = "seed 004 (lesson)"
+DOC = "the autograd lesson"
 
 
 def _src(section: str) -> str:
