@@ -126,7 +126,7 @@ def _flat_outputs(out: Any) -> list[Any]:
 def _real(t: Any) -> Any:
     import torch
 
-    return torch.view_as_real(t) if torch.is_tensor(t) and t.is_complex() else t
+    return torch.view_as_real(t.resolve_conj()) if torch.is_tensor(t) and t.is_complex() else t
 
 
 def _rng_states(devices: tuple[int, ...]) -> list[torch.Tensor]:
@@ -141,6 +141,14 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, **kwargs: Any) -> 
     import torch
 
     try:
+        if grad_outputs is not None and not kwargs.get("is_grads_batched"):
+            # vᵀJ as the gradient of the scalar sum(o * v): the backward receives exactly v as its grad_output
+            # (sum's backward is ones, mul's multiplies by v), and autograd is not handed tensor grad_outputs,
+            # whose first use imports torch.fx's symbolic shapes (sympy, about 0.8 s of a process's first check)
+            outs = [outputs] if torch.is_tensor(outputs) else list(outputs)
+            gos = [grad_outputs] if torch.is_tensor(grad_outputs) else list(grad_outputs)
+            total = sum((o * g.to(o.dtype)).sum() for o, g in zip(outs, gos))
+            return torch.autograd.grad(total, inputs, **kwargs)
         return torch.autograd.grad(outputs, inputs, grad_outputs, **kwargs)
     except EvaluationError:
         raise
