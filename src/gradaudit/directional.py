@@ -136,15 +136,16 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
 
     evals = [0]
 
-    def phi_for(j: int, u: torch.Tensor) -> Batched:
+    def phi_for(j: int, u: torch.Tensor, weights: list[torch.Tensor] | None = None) -> Batched:
         x = problem.inputs[j].detach()
+        ws = vs if weights is None else weights
 
         def phi_many(ts: list[float]) -> tuple[list[float], float]:
             evals[0] += len(ts)
             t = torch.tensor(ts, dtype=torch.float64).reshape(-1, *([1] * x.dim()))
             with torch.no_grad():
                 outs = batched_outputs(problem, j, (x + t * u).to(x.dtype), info)
-            terms = [(o.to(torch.float64) * v).reshape(len(ts), -1) for o, v in zip(outs, vs)]
+            terms = [(o.to(torch.float64) * v).reshape(len(ts), -1) for o, v in zip(outs, ws)]
             total = torch.stack([term.sum(1) for term in terms]).sum(0)
             size = float(torch.stack([term.square().sum(1) for term in terms]).sum(0).max()) ** 0.5
             return [float(value) for value in total], size
@@ -171,6 +172,8 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
                             "reason": J.reason_text(out["reason"], analytic, out["numeric"], out.get("slopes"))})
         f.total = x.numel()
         if out["verdict"] == J.PASS:
+            if len(problem.outputs) > 1:  # each output alone: a backward may mishandle one output's gradient
+                _per_output(problem, j, u, vs, phi_for, tol, f)
             continue
         if g is None and out["verdict"] == J.FAIL:
             f.extra.append(_projection(f, out, "none-gradient",
@@ -183,6 +186,35 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         _bisect(problem, j, g, u, phi_for, scale, tol, vs, f, out)
     info["evaluations"] = info.get("evaluations", 0) + evals[0]
     return found
+
+
+def _per_output(problem: Problem, j: int, u: torch.Tensor, vs: list[torch.Tensor],
+                phi_for: Callable[..., Batched], tol: ToleranceUsed, f: Findings) -> None:
+    """vₖᵀJₖu for each output k alone (the others weighted 0): gradcheck back-propagates each output on
+    its own, and a backward that returns None when only a secondary output (a mean, an rstd) receives a
+    gradient is wrong there though the outputs together agree."""
+    import torch
+
+    from .evaluate import grad
+
+    x = problem.inputs[j].detach()
+    for k in range(len(problem.outputs)):
+        weights = [v if i == k else torch.zeros_like(v) for i, v in enumerate(vs)]
+        xs = problem.leaves()
+        with torch.enable_grad():
+            outs = problem.call(*xs)
+        if not outs[k].requires_grad:
+            continue
+        (g,) = grad([outs[k]], [xs[j]], [weights[k]], allow_unused=True)
+        gk = None if g is None else g.detach().to(torch.float64)
+        analytic = 0.0 if gk is None else float((gk * u).sum())
+        out = judge_along(phi_for(j, u, weights), analytic, _projected(tol, u, [weights[k]]), scale=1.0,
+                          **_rounding(gk, u, x), precision=str(x.dtype).removeprefix("torch."))
+        if out["verdict"] == J.PASS:
+            continue
+        kind = "none-gradient" if gk is None and out["verdict"] == J.FAIL else "projection"
+        f.extra.append(_projection(f, out, kind, f"output {k} alone: vₖᵀJₖu along a random direction u"
+                                   + (" (autograd gives None)" if gk is None else "")))
 
 
 def _projection(f: Findings, out: dict[str, Any], kind: str, note: str) -> Comparison:

@@ -147,7 +147,9 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, **kwargs: Any) -> 
             # whose first use imports torch.fx's symbolic shapes (sympy, about 0.8 s of a process's first check)
             outs = [outputs] if torch.is_tensor(outputs) else list(outputs)
             gos = [grad_outputs] if torch.is_tensor(grad_outputs) else list(grad_outputs)
-            total = sum((o * g.to(o.dtype)).sum() for o, g in zip(outs, gos))
+            total = torch.zeros((), dtype=torch.float64)
+            for o, g in zip(outs, gos):
+                total = total + (o * g.to(o.dtype)).sum()
             return torch.autograd.grad(total, inputs, **kwargs)
         return torch.autograd.grad(outputs, inputs, grad_outputs, **kwargs)
     except EvaluationError:

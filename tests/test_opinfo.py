@@ -1,0 +1,91 @@
+"""A fast subset of PyTorch's own operator database (OpInfo ``op_db``): about 40 ops that cover each cause
+of a past false alarm, refusal or miss, built the way PyTorch's own gradient tests build them
+(``bench/opinfo.py``'s CaseBuilder), first sample of each, float64, CPU.
+
+The expected verdicts come from PyTorch, not from gradaudit: OpInfo runs gradcheck on these ops in its
+own test suite and their backward formulas are correct there — so gradaudit must pass them in every
+mode. The exceptions are stated with their reason: ``native_group_norm`` returns no gradient when only
+its mean/rstd outputs receive one (OpInfo marks that test as an expected failure), and
+``nn.functional.hardsigmoid``'s float64 backward multiplies by 1/6 held in float32 (a relative error
+of 3e-8, below gradcheck's tolerance). The full sweep is ``python bench/opinfo.py`` (README).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+import gradaudit as ga
+
+common = pytest.importorskip("torch.testing._internal.common_methods_invocations")
+
+_spec = importlib.util.spec_from_file_location("_opinfo_bench", Path(__file__).parent.parent / "bench" / "opinfo.py")
+assert _spec is not None and _spec.loader is not None
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+#: (op name, variant): the cause each stands for
+SUBSET = {
+    ("sin", ""): "baseline",
+    ("tan", ""): "truncation near a pole: Ridders restarted from smaller steps",
+    ("asin", ""): "near the edge of the domain",
+    ("atanh", ""): "near a singularity",
+    ("erfinv", ""): "near a singularity",
+    ("logit", ""): "near 0 and 1",
+    ("digamma", ""): "near poles",
+    ("polygamma", "polygamma_n_0"): "near poles",
+    ("logcumsumexp", ""): "steps that scale with each element",
+    ("softmax", ""): "a dense Jacobian",
+    ("floor", ""): "a step function: zero gradient both sides",
+    ("ceil", ""): "a step function",
+    ("trunc", ""): "a step function",
+    ("frac", ""): "jumps inside the steps",
+    ("round", ""): "a step function",
+    ("nn.functional.relu", ""): "a kink",
+    ("abs", ""): "a kink",
+    ("max", "reduction_with_dim"): "an integer output (indices) left out",
+    ("sort", ""): "an integer output left out",
+    ("topk", ""): "an integer output left out",
+    ("cummax", ""): "an integer output left out",
+    ("native_layer_norm", ""): "outputs that do not require grad left out",
+    ("native_batch_norm", ""): "outputs that do not require grad left out",
+    ("cumsum", ""): "a non-tensor argument",
+    ("sum", ""): "keyword arguments",
+    ("cat", ""): "a list of tensors",
+    ("fft.fft", ""): "complex output (Wirtinger)",
+    ("fft.ifft", ""): "a conjugated complex output",
+    ("fft.rfft", ""): "real to complex",
+    ("polar", ""): "real inputs, complex output",
+    ("view_as_complex", ""): "complex output from a real view",
+    ("linalg.svdvals", ""): "LAPACK rounding between calls",
+    ("linalg.cond", ""): "LAPACK rounding between calls",
+    ("as_strided", "partial_views"): "rows that must be independent tensors",
+    ("index_fill", ""): "a vmap batching rule to confirm",
+    ("norm", ""): "norms",
+    ("nn.functional.conv2d", ""): "a module-style op",
+    ("matmul", ""): "an affine function",
+    ("nn.functional.layer_norm", ""): "several checked inputs",
+    ("nn.functional.hardsigmoid", ""): "float64 backward through a float32 constant",
+    ("native_group_norm", ""): "no gradient when only mean/rstd receive one",
+}
+EXPECTED = {("nn.functional.hardsigmoid", ""): "fail", ("native_group_norm", ""): "fail"}
+
+INDEX = {(op.name, op.variant_test_name): i for i, op in enumerate(common.op_db)}
+BUILDER = bench.CaseBuilder(common.op_db, 1)
+
+
+def test_the_subset_exists_in_op_db():
+    assert len(SUBSET) >= 40
+    assert [key for key in SUBSET if key not in INDEX] == []
+
+
+@pytest.mark.parametrize("mode", ["auto", "directional"])
+@pytest.mark.parametrize("key", sorted(SUBSET), ids=lambda k: k[0] + (f".{k[1]}" if k[1] else ""))
+def test_opinfo_op(key, mode):
+    case = BUILDER.case(INDEX[key], 0)
+    assert case is not None
+    fn, checked, _ = case
+    res = ga.check(fn, tuple(t.detach().clone().requires_grad_() for t in checked), mode=mode)
+    assert res.verdict == EXPECTED.get(key, "pass"), f"{SUBSET[key]}\n{res}"
