@@ -755,3 +755,16 @@ def test_an_inconclusive_only_run_exits_1_and_says_why(cli, ledger):
     assert res.code == 1
     assert "0 passed, 0 failed, 1 inconclusive" in res.out
     assert "left slope 0, right slope 1" in res.out and "convention" in res.out
+
+
+def test_text_python_would_warn_about_is_refused_without_a_warning():
+    import warnings
+
+    from gradaudit import expr
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # outside pytest's error filter: nothing may be printed either
+        for text in ("3x", "1if x", "x is 1"):
+            with pytest.raises(SpecError):
+                expr.parse(text, allowed_names=("x",))
+    assert caught == []

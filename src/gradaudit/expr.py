@@ -34,6 +34,7 @@ import ast
 import difflib
 import math
 import operator
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -196,10 +197,17 @@ def parse(text: str, *, allowed_names: tuple[str, ...] | None = None) -> Expr:
     if len(text) > MAX_LENGTH:
         raise SpecError(f"the expression is {len(text)} characters long; at most {MAX_LENGTH} are allowed.")
     try:
-        tree = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError as exc:
+        with warnings.catch_warnings():
+            # Python warns about text such as "1if" or "3x" (a SyntaxWarning printed to the terminal): an
+            # expression that needs a warning is refused like one that does not parse
+            warnings.simplefilter("error", SyntaxWarning)
+            warnings.simplefilter("error", DeprecationWarning)
+            tree = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, SyntaxWarning, DeprecationWarning, ValueError) as exc:
+        msg = getattr(exc, "msg", None) or str(exc)
+        col = getattr(exc, "offset", None)
         raise SpecError(
-            f"the expression {text!r} is not valid: {exc.msg} (column {exc.offset}). "
+            f"the expression {text!r} is not valid: {msg}" + (f" (column {col})" if col else "") + ". "
             f"Allowed: {ALLOWED}."
         ) from None
     names: list[str] = []
