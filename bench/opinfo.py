@@ -33,10 +33,10 @@ fresh subprocesses after the sweep). The Markdown summary at the end is computed
 
 Run (from the repository root; the full op_db at K = 2 took about ten minutes on one core with torch 2.13,
 most of it gradcheck's slow mode on a few large cases):
-    python bench/opinfo.py --workers 2 --out /tmp/opinfo.jsonl
-    python bench/opinfo.py --ops sin,matmul,nn.functional.conv2d --samples 1 --out /tmp/few.jsonl
-    python bench/opinfo.py --limit 50 --resume --out /tmp/opinfo.jsonl     (skips cases already written)
-    python bench/opinfo.py --summary /tmp/opinfo.jsonl                     (re-renders, runs nothing)
+    python bench/opinfo.py --workers 2 --out opinfo.jsonl
+    python bench/opinfo.py --ops sin,matmul,nn.functional.conv2d --samples 1 --out few.jsonl
+    python bench/opinfo.py --limit 50 --resume --out opinfo.jsonl     (skips cases already written)
+    python bench/opinfo.py --summary opinfo.jsonl                     (re-renders, runs nothing)
 """
 
 from __future__ import annotations
