@@ -200,7 +200,7 @@ COMMANDS = {
                                       "same file"),
     "--junit and --markdown on one path": (("run", "quickstart", "--junit", "{tmp}/a", "--markdown", "{tmp}/./a"),
                                            "same file"),
-    "report without output": (("report", "{results}"), "say what to write"),
+    "report of a file with no records": (("report", "{results}"), "holds no records"),
     "report on a missing file": (("report", "{tmp}/none.jsonl", "--html", "{tmp}/o.html"), "cannot read"),
     "steps without a number": (("steps", "x*x", "--at", "x=abc"), "NAME=VALUE"),
     "steps of an unknown function": (("steps", "cube(x)", "--at", "x=1"), "unknown function"),

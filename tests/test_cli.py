@@ -146,3 +146,16 @@ def test_a_narrow_terminal_gets_a_short_card_per_record(cli):
     assert len(cards) >= 12 and all(len(line) <= 50 for line in cards)  # 6 records, at least 2 lines each
     assert any(line.startswith("PASS  x squared at x = 3 [x]") for line in lines)
     assert any(line.startswith("      backward (stored) · expected 6") for line in lines)
+
+
+def test_report_without_an_output_option_renders_to_the_terminal(cli, ledger, tmp_path):
+    path = ledger('[{"name": "right", "function": "x*x", "x": 3.0, "analytical_gradient": 6}, '
+                  '{"name": "wrong", "function": "x*x", "x": 3.0, "analytical_gradient": 7}]')  # d/dx x^2 = 6 at 3
+    out = tmp_path / "r.jsonl"
+    assert cli("run", str(path), "--json", str(out)).code == 1
+    res = cli("report", str(out))
+    assert res.code == 1  # as the run's: a check failed
+    assert res.out.rstrip().splitlines()[-1] == "3 passed, 3 failed"
+    assert "FAIL: wrong" in res.out
+    quiet = cli("report", str(out), "-q")
+    assert "right" not in quiet.out and "wrong" in quiet.out

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from gradaudit import Expectation, ExpectedError, InputSpec, Tolerance, plan, run
+from gradaudit import Expectation, ExpectedError, InputSpec, SpecError, Tolerance, plan, run
 from gradaudit.tolerances import ToleranceUsed
 
 
@@ -131,7 +131,11 @@ def test_nan_output_is_an_error_naming_the_point():
 
 
 def test_non_scalar_output_says_how_to_reduce():
-    (r,) = run([Expectation(name="v", function="x*x", inputs={"x": [1.0, 2.0]}, expected="2*x", methods=["backward"])])
+    # an expression is refused at load (it gives shape (2,)); a Python function only shows it when it runs
+    with pytest.raises(SpecError, match=r"shape \(2,\).*sum\(\.\.\.\)"):
+        Expectation(name="v", function="x*x", inputs={"x": [1.0, 2.0]}, expected="2*x", methods=["backward"])
+    (r,) = run([Expectation(name="v", function=lambda x: x * x, inputs={"x": [1.0, 2.0]}, expected="2*x",
+                            methods=["backward"])])
     assert r.verdict == "error" and "sum(...)" in r.error.message
 
 

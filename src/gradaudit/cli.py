@@ -231,18 +231,28 @@ def run(targets: tuple[str, ...], json_path: str | None, html_path: str | None, 
 @cli.command()
 @click.argument("results", type=click.Path(dir_okay=False))
 @_report_options
-def report(results: str, html_path: str | None, junit_path: str | None, markdown_path: str | None) -> None:
-    """Re-render saved RESULTS (from run --json) as HTML, JUnit or Markdown, without recomputing."""
+@click.option("-q", "--quiet", is_flag=True, help="Terminal report: only what did not pass, and the summary.")
+def report(results: str, html_path: str | None, junit_path: str | None, markdown_path: str | None,
+           quiet: bool) -> None:
+    """Re-render saved RESULTS (from run --json or ga.write_results) without recomputing: as HTML, JUnit or
+    Markdown files, or, with none of those, as the terminal report (exit code as the run's)."""
     from .ledger import read_results
+    from .record import run_failed, summarize
 
-    if not (html_path or junit_path or markdown_path):
-        raise SpecError("say what to write: --html PATH, --junit PATH and/or --markdown PATH.")
     _distinct_outputs(results=results, html=html_path, junit=junit_path, markdown=markdown_path)
     header, records = read_results(results)
-    if not (html_path or junit_path or markdown_path):
-        raise SpecError("say what to write: --html PATH, --junit PATH and/or --markdown PATH.")
     if not records:
         raise SpecError("holds no records; write one with gradaudit run ... --json PATH.", where=results)
+    if not (html_path or junit_path or markdown_path):
+        from .render.facts import environment_lines
+        from .render.text import make_console, render
+
+        env = header.get("environment") or {}
+        render(records, make_console(), quiet=quiet, environment_lines=() if quiet or not env
+               else environment_lines(env))
+        if run_failed(summarize(records)):
+            sys.exit(EXIT_CHECK_FAILED)
+        return
     for line in _write_reports(records, header, html_path, junit_path, markdown_path):
         click.echo(line)
 

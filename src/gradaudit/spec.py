@@ -142,6 +142,7 @@ class Expectation:
                     f"the input(s) {', '.join(unused)} are not used by the function "
                     f"{parsed.text!r}. Remove them, or correct the expression.",
                     field="function")
+            _scalar_at_load(parsed, self.inputs)
         elif not callable(self.function):
             raise SpecError(f"'function' must be an expression string or a callable; got "
                             f"{type(self.function).__name__}.", field="function")
@@ -211,6 +212,22 @@ class Expectation:
         if name not in self.convention:
             return None
         return _expected_as_tensor(self.convention[name], self.inputs, name)
+
+
+def _scalar_at_load(parsed: Any, inputs: Mapping[str, InputSpec]) -> None:
+    """An expression must give one number at its point (a gradient expectation is of a scalar); said at
+    load, before anything runs. An expression that raises there is left for the run (its error verdict)."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            value = parsed({n: s.tensor(requires_grad=False) for n, s in inputs.items()})
+    except Exception:
+        return
+    if isinstance(value, torch.Tensor) and value.numel() != 1:
+        raise SpecError(f"the function {parsed.text!r} gives shape {tuple(value.shape)} at its inputs, but a "
+                        "gradient expectation is of one number: reduce it, e.g. sum(...) or mean(...).",
+                        field="function")
 
 
 def check_timeout(timeout: Any, field: str = "timeout") -> None:
@@ -364,6 +381,10 @@ def _normalise_expected(expected: Any, inputs: Mapping[str, InputSpec], *, parti
                         field: str = "analytical_gradient") -> dict[str, Any]:
     grad_names = [n for n, s in inputs.items() if s.requires_grad]
     if not isinstance(expected, Mapping):
+        if not grad_names:
+            raise SpecError(f"no input requires a gradient ({', '.join(inputs)}: requires_grad false), so there "
+                            "is no gradient to expect; remove 'analytical_gradient' (the check then runs nothing) "
+                            "or let an input require grad.", field=field)
         if len(grad_names) != 1:
             raise SpecError(f"with several inputs ({', '.join(grad_names)}) the analytical "
                             "gradient must be an object keyed by input name, e.g. "

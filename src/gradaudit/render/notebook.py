@@ -402,7 +402,8 @@ def build(suites_: Sequence[str] = ("notebook",), ledgers: Sequence[str | Path] 
         import nbformat
         from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
     except ImportError:
-        raise GradauditError("notebooks need nbformat: pip install 'gradaudit[notebook]'.") from None
+        raise GradauditError("notebooks need nbformat: pip install nbformat nbclient ipykernel "
+                             "(in a clone of gradaudit: pip install -e '.[notebook]').") from None
 
     sources = [_ledger(p) for p in ledgers] + [_builtin(s) for s in suites_]
     labels = [s.label for s in sources]
@@ -440,7 +441,8 @@ def execute(nb: Any, *, timeout: int = 600, cwd: str | Path | None = None) -> An
         from nbclient import NotebookClient
     except ImportError:
         raise GradauditError("executing notebooks needs nbclient and ipykernel: "
-                             "pip install 'gradaudit[notebook]'.") from None
+                             "pip install nbformat nbclient ipykernel "
+                             "(in a clone of gradaudit: pip install -e '.[notebook]').") from None
     kwargs: dict[str, Any] = {}
     config = _kernel_config()
     if config is not None:

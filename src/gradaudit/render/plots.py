@@ -18,7 +18,8 @@ def _pyplot() -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise GradauditError("plots need matplotlib: pip install 'gradaudit[plot]' (or matplotlib).") from None
+        raise GradauditError("plots need matplotlib: pip install matplotlib "
+                             "(in a clone of gradaudit: pip install -e '.[plot]').") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
