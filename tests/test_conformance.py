@@ -213,3 +213,28 @@ def test_hardsigmoid_float64_backward_rounds_its_one_sixth_through_float32():
     worst = max(res.mismatches, key=lambda c: c.abs)
     assert worst.reference == pytest.approx(1 / 6, rel=1e-12)
     assert worst.observed == pytest.approx(float(torch.tensor(1 / 6, dtype=torch.float32)), rel=1e-12)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_masked_minus_infinity_inputs_are_held_at_their_value(mode):
+    # softmax over a row with masked entries (-inf): moving -inf by a finite step leaves it -inf, so the
+    # function does not depend on it and its true derivative there is 0
+    x = torch.tensor([[0.5, float("-inf"), 1.0], [float("-inf"), 2.0, -1.0]], dtype=F64, requires_grad=True)
+    assert ga.check(lambda x: torch.softmax(x, -1), (x,), mode=mode).ok
+
+    class Leaky(torch.autograd.Function):  # the true backward, plus a gradient of 1 into every masked entry
+        @staticmethod
+        def forward(ctx, x):
+            y = torch.softmax(x, -1)
+            ctx.save_for_backward(x, y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors
+            dx = y * (g - (g * y).sum(-1, keepdim=True))
+            return dx + torch.isinf(x).to(dx.dtype)
+
+    res = ga.check(Leaky.apply, (x,), mode=mode)
+    assert res.verdict == "fail"
+    assert {c.element for c in res.mismatches} <= {(0, 1), (1, 0)}

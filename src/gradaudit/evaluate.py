@@ -178,7 +178,8 @@ def measure_noise(problem: Problem) -> list[torch.Tensor]:
             for j in problem.diff:
                 x = problem.inputs[j]
                 eps = torch.finfo(x.dtype).eps
-                xs[j] = x + (2 * k * eps * signs[j] * x.detach().abs().to(torch.float64).clamp_min(1.0)).to(x.dtype)
+                size = x.detach().abs().to(torch.float64).nan_to_num(nan=1.0, posinf=1.0).clamp_min(1.0)
+                xs[j] = x + (2 * k * eps * signs[j] * size).to(x.dtype)
             outs = problem.call(*xs)
             for i, (o, f0) in enumerate(zip(outs, problem.outputs)):
                 change = (o.detach().reshape(-1).to(torch.float64) - f0.reshape(-1).to(torch.float64)).abs()
@@ -298,7 +299,9 @@ def steps(x: torch.Tensor, base: float | None = None) -> torch.Tensor:
 
     if base is None:
         base = torch.finfo(x.dtype).eps ** (1 / 3)
-    h = base * x.detach().abs().clamp_min(1.0)
+    # a non-finite element (a masked -inf) is held at its value: a finite step leaves it where it is,
+    # so its column measures that the function does not move, instead of inf - inf = NaN
+    h = base * x.detach().abs().nan_to_num(nan=1.0, posinf=1.0).clamp_min(1.0)
     taken = (x.detach() + h) - x.detach()
     return torch.where(taken > 0, taken, h)
 
