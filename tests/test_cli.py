@@ -159,3 +159,10 @@ def test_report_without_an_output_option_renders_to_the_terminal(cli, ledger, tm
     assert "FAIL: wrong" in res.out
     quiet = cli("report", str(out), "-q")
     assert "right" not in quiet.out and "wrong" in quiet.out
+
+
+@pytest.mark.parametrize("columns", ["abc", "0", "-5", "10"])
+def test_a_bad_columns_variable_is_ignored(cli, monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", columns)
+    res = cli("run", "quickstart")
+    assert res.code == 0 and "6 passed, 0 failed" in res.out

@@ -377,7 +377,8 @@ def make_console(file: Any = None, *, width: int | None = None) -> Any:
     stream = file or sys.stdout
     is_tty = hasattr(stream, "isatty") and stream.isatty()
     if width is None and not is_tty:
-        width = int(os.environ.get("COLUMNS", "160"))
+        columns = os.environ.get("COLUMNS", "")
+        width = int(columns) if columns.isdigit() and int(columns) >= 40 else 160  # a bad COLUMNS is ignored
     return Console(file=stream, width=width, force_terminal=is_tty, no_color=not is_tty,
                    highlight=False, emoji=False)
 
