@@ -445,7 +445,8 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
     confirmed = directional(problem, _generator(seed, "directional"), tol, info, vs=vs, grads=grads,
                             localize=mode == "directional")
     if mode == "full":
-        found = full(problem, _generator(seed, "full"), tol, info, lambda j: confirmed[j].verdict == "fail")
+        found = full(problem, _generator(seed, "full"), tol, info, lambda j: confirmed[j].verdict == "fail",
+                     first=grads, weight=vs[0] if len(vs) == 1 else None)
         for j, f in found.items():
             f.extra[:0] = [c for c in confirmed[j].extra if c.kind == "none-gradient"]
             if confirmed[j].verdict == "fail" and f.verdict == "pass":

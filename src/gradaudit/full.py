@@ -57,13 +57,27 @@ class Quick:
 
 
 def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
-         confirm: Callable[[int], bool]) -> dict[int, Findings]:
+         confirm: Callable[[int], bool], first: tuple[torch.Tensor | None, ...] | None = None,
+         weight: torch.Tensor | None = None) -> dict[int, Findings]:
     """Judge every Jacobian entry; *confirm(j)* runs the directional confirmation for input j and
-    says whether it disagreed (then every column of j is judged in the final stage)."""
+    says whether it disagreed (then every column of j is judged in the final stage). *first* is the
+    first backward's vᵀJ per checked input with the output weights *weight* (for a scalar output that
+    is the whole Jacobian row, divided by the weight)."""
     found = {j: Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
                          [tuple(o.shape) for o in problem.outputs]) for j in problem.diff}
     banded = _banded(problem, gen, info) if len(problem.diff) == 1 and len(problem.outputs) == 1 else None
-    analytic = {} if banded is not None else _analytic(problem, gen, info)
+    if banded is not None:
+        analytic: dict[tuple[int, int], torch.Tensor | None] = {}
+    elif first is not None and weight is not None and len(problem.outputs) == 1 and problem.outputs[0].numel() == 1:
+        # a scalar output: the first backward (random weight v, |v| in [0.5, 1.5)) already gave v J; a
+        # backward that ignores its grad_output still fails, as it gives J instead of v J
+        import torch
+
+        v = float(weight.to(problem.outputs[0].dtype).reshape(()))
+        analytic = {(j, 0): None if g is None else (g.detach().to(torch.float64) / v).reshape(1, -1)
+                    for j, g in zip(problem.diff, first)}
+    else:
+        analytic = _analytic(problem, gen, info)
     for j in problem.diff:
         suspect = _quick(problem, j, analytic, banded, tol, found[j], info)
         if confirm(j) and not len(suspect):
