@@ -161,7 +161,8 @@ MIN_WIDTH = 40  # narrower, and the table has no room for its columns
 @click.option("--list", "list_only", is_flag=True, help="List the checks without running them.")
 @click.option("--width", type=click.IntRange(min=MIN_WIDTH), default=None,
               help=f"Table width, at least {MIN_WIDTH} (default: the terminal's).")
-@click.option("-q", "--quiet", is_flag=True, help="Show only what did not pass (and the summary line).")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Show only what makes the run fail (failures, errors, inconclusive checks) and the summary line.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds each check may take (a check's own 'timeout' key wins); on expiry the check "
                    "gets the error verdict and the run goes on.")
@@ -231,7 +232,8 @@ def run(targets: tuple[str, ...], json_path: str | None, html_path: str | None, 
 @cli.command()
 @click.argument("results", type=click.Path(dir_okay=False))
 @_report_options
-@click.option("-q", "--quiet", is_flag=True, help="Terminal report: only what did not pass, and the summary.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Terminal report: only what makes the run fail, and the summary line.")
 def report(results: str, html_path: str | None, junit_path: str | None, markdown_path: str | None,
            quiet: bool) -> None:
     """Re-render saved RESULTS (from run --json or ga.write_results) without recomputing: as HTML, JUnit or

@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..record import Comparison, Discrepancy, Record, summarize, summary_line
+from ..record import OUTCOMES, Comparison, Discrepancy, Record, summarize, summary_line
 from ..tolerances import ToleranceUsed
 from .common import clean, fmt_number, fmt_value, idx, pct, plural, rel_text
 
@@ -350,14 +350,15 @@ def render(records: Sequence[Record], console: Any, *, title: str | None = None,
     """Print the table, the details of every non-passing record, and the summary line."""
     for line in environment_lines:
         console.print(line, highlight=False, markup=False)
-    shown = [r for r in records if needs_detail(r)] if quiet else list(records)
+    # quiet: only what makes the run fail (failed, errors, unexpected passes, inconclusive)
+    shown = [r for r in records if OUTCOMES.get(r.outcome, False)] if quiet else list(records)
     if shown:
         if table_width(shown) <= console.width:
             console.print(table(shown, title=title))
         else:
             for line in stacked(shown, console.width):
                 console.print(line, highlight=False, markup=False, soft_wrap=True)
-    for r in records:
+    for r in (shown if quiet else records):
         if needs_detail(r):
             console.print()
             for line in detail_lines(r, repro=(repro or {}).get(r.check)):
