@@ -60,14 +60,16 @@ def _cell(text: str) -> Markup:
 
 
 def _env_line(header: Mapping[str, Any]) -> str:
+    """The environment in one line; facts the header does not hold are left out (never "None")."""
     env = header.get("environment") or {}
     if not env:
         return "environment not recorded"
     accel = "; ".join(f"{name}: {'ready' if a.get('ready') else 'not ready'}"
-                      for name, a in env.get("accelerators", {}).items())
-    return (f"environment {env.get('id')} · gradaudit {env.get('gradaudit')} · Python "
-            f"{env.get('python', {}).get('version')} · torch {env.get('torch', {}).get('version')} · "
-            f"{env.get('platform', {}).get('description')} · {accel} · created {env.get('created')}")
+                      for name, a in (env.get("accelerators") or {}).items())
+    facts = [("environment", env.get("id")), ("gradaudit", env.get("gradaudit")),
+             ("Python", (env.get("python") or {}).get("version")), ("torch", (env.get("torch") or {}).get("version")),
+             ("", (env.get("platform") or {}).get("description")), ("", accel), ("created", env.get("created"))]
+    return clean(" · ".join(f"{label} {value}".strip() for label, value in facts if value), newlines=False)
 
 
 def render_html(records: Sequence[Record], header: Mapping[str, Any] | None = None, *, plots: bool = True) -> str:
