@@ -491,13 +491,14 @@ def test_failing_user_code_is_an_error_record(case):
         assert "Traceback" in err.traceback and "boom" in err.traceback
 
 
-def test_a_hanging_function_times_out_as_an_error_and_the_run_goes_on():
-    def hangs(x):
-        while True:
-            time.sleep(0.01)
+def _hangs(x):
+    while True:
+        time.sleep(0.01)
 
+
+def test_a_hanging_function_times_out_as_an_error_and_the_run_goes_on():
     start = time.perf_counter()
-    res = ga.check(hangs, (_x(),), timeout=0.5)
+    res = ga.check(_hangs, (_x(),), timeout=0.5)
     assert time.perf_counter() - start < 5
     assert res.verdict == "error" and "timeout" in res.records[0].error.message
     assert ga.check(torch.sin, (_x(),), timeout=5).ok  # nothing left armed
@@ -505,12 +506,8 @@ def test_a_hanging_function_times_out_as_an_error_and_the_run_goes_on():
 
 
 def test_assert_gradients_and_check_module_time_out_too():
-    def hangs(x):
-        while True:
-            time.sleep(0.01)
-
     with pytest.raises(ga.GradientMismatch, match="timeout"):
-        ga.assert_gradients(hangs, (_x(),), timeout=0.3)
+        ga.assert_gradients(_hangs, (_x(),), timeout=0.3)
 
     class Hangs(torch.nn.Module):
         def __init__(self):
@@ -518,10 +515,7 @@ def test_assert_gradients_and_check_module_time_out_too():
             self.w = torch.nn.Parameter(torch.ones(2, dtype=torch.float64))
 
         def forward(self, x):
-            if x.numel():
-                while True:
-                    time.sleep(0.01)
-            return self.w * x
+            return _hangs(x) if x.numel() else self.w * x
 
     res = ga.check_module(Hangs(), (torch.ones(2, dtype=torch.float64),), timeout=0.3)
     assert res.verdict == "error" and "timeout" in res.records[0].error.message

@@ -35,7 +35,7 @@ SEED_STREAMS = {"weights": 0, "directional": 1, "full": 2, "forward_ad": 3, "sec
 
 
 @dataclass(frozen=True, repr=False)
-class CheckResult:
+class CheckResult(J.RecordsVerdict):
     """What ``ga.check`` found: a view over its records. ``str(result)`` is the readable report."""
 
     name: str
@@ -45,14 +45,6 @@ class CheckResult:
     rerun: str = ""
     findings: tuple[Findings, ...] = field(default=(), compare=False)
     elapsed_s: float = field(default=0.0, compare=False)  # wall time; kept out of info and the report
-
-    @property
-    def verdict(self) -> str:
-        return J.verdict_of([r.verdict for r in self.records])
-
-    @property
-    def ok(self) -> bool:
-        return self.verdict == "pass"
 
     @property
     def mismatches(self) -> list[Comparison]:

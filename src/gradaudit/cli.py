@@ -30,7 +30,7 @@ def _load_targets(targets: tuple[str, ...]) -> list[tuple[str, list[Any]]]:
     for target in targets or tuple(suites.names()):
         if Path(target).exists() or target.endswith((".json", ".toml")):
             out.append((target, read_ledger(target)))
-        elif target in suites.BUILTIN:
+        elif suites.known(target):
             out.append((target, suites.load(target)))
         else:
             hint = _suggest(target, suites.names())
@@ -276,7 +276,7 @@ def notebook(output: str, execute: bool, suite_names: tuple[str, ...], ledgers: 
     if not suite_names and not ledgers:
         suite_names = ("notebook",)
     for name in suite_names:
-        if name not in suites.BUILTIN:
+        if not suites.known(name):
             raise SpecError(f"there is no built-in suite '{name}'; built-in suites: {', '.join(suites.names())}.")
     nb = nbr.build(suite_names, ledgers)
     if execute:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from .record import Allowance, Comparison, Discrepancy, Location, Outcome, Verdict
+from .record import Allowance, Comparison, Discrepancy, Location, Outcome, Record, Verdict
 from .tolerances import KINK_REL, SAFETY, UNINFORMATIVE, ToleranceUsed
 
 if TYPE_CHECKING:
@@ -183,6 +183,20 @@ def _slopes(reason: torch.Tensor, within: torch.Tensor, num: torch.Tensor, other
         margin = KINK_REL * size
         reason = torch.where(kink & (conv == ref) & (ref >= lo - margin) & (ref <= hi + margin), CONVENTION, reason)
     return reason
+
+
+class RecordsVerdict:
+    """The verdict of a result that is a view over its records (``ga.check``, ``ga.compare``)."""
+
+    records: Sequence[Record]
+
+    @property
+    def verdict(self) -> str:
+        return verdict_of([r.verdict for r in self.records])
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == "pass"
 
 
 def verdict_of(codes: torch.Tensor | Sequence[str]) -> Verdict:

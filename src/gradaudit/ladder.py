@@ -205,7 +205,7 @@ class LadderRow:
 
 
 @dataclass(frozen=True, repr=False)
-class LadderResult:
+class LadderResult(J.RecordsVerdict):
     """What ``compare`` found: a view over its records (one per rung x quantity)."""
 
     name: str
@@ -214,14 +214,6 @@ class LadderResult:
     rerun: str = ""
     rung_seconds: Mapping[str, float] = field(default_factory=dict, compare=False)  # wall time per rung
     elapsed_s: float = field(default=0.0, compare=False)
-
-    @property
-    def verdict(self) -> str:
-        return J.verdict_of([r.verdict for r in self.records])
-
-    @property
-    def ok(self) -> bool:
-        return self.verdict == "pass"
 
     @property
     def rows(self) -> tuple[LadderRow, ...]:

@@ -299,7 +299,7 @@ def _builtin(name: str) -> _Source:
 
     checks = suites.load(name)
     document = DOCUMENTS.get(name, f"the built-in suite `{name}`")
-    blurb = plain_names(suites.BUILTIN[name][1])
+    blurb = plain_names(suites.BUILTIN[suites.canonical(name)][1])
     if blurb.lower().startswith(document + ":"):  # "the quickstart: x*x at x=3, ..." under its own heading
         blurb = blurb[len(document) + 1:].strip()
     blurb = md(blurb[:1].upper() + blurb[1:])

@@ -12,27 +12,25 @@ from importlib import import_module, resources
 from ..errors import SpecError
 from ..spec import Expectation, Probe
 
-ALIASES = {"notebook": "tutorial"}  # former names
-
-
-class _Suites(dict[str, tuple[str, str]]):
-    """The built-in suites by name; a former name (ALIASES) is found too, but not listed."""
-
-    def __contains__(self, name: object) -> bool:
-        return dict.__contains__(self, ALIASES.get(name, name) if isinstance(name, str) else name)
-
-    def __getitem__(self, name: str) -> tuple[str, str]:
-        return dict.__getitem__(self, ALIASES.get(name, name))
-
+ALIASES = {"notebook": "tutorial"}  # former names, still accepted, never listed
 
 #: suite name -> (data file or module, what it teaches); a bare ``gradaudit run`` runs them all.
-BUILTIN = _Suites({
+BUILTIN = {
     "quickstart": ("quickstart.toml", "the quickstart: x*x at x=3, accumulation to 12, a reset, a second backward"),
     "tutorial": ("tutorial.toml", "the gradient-check tutorial: expectations first, stored vs returned, a chosen "
                                   "step, a failure kept intact"),
     "lesson": ("lesson", "the autograd lesson: the hand graph, finite differences, controls, a custom Function, "
                          "linear regression, the common bugs"),
-})
+}
+
+
+def canonical(name: str) -> str:
+    """The suite's current name (a former name resolved)."""
+    return ALIASES.get(name, name)
+
+
+def known(name: str) -> bool:
+    return canonical(name) in BUILTIN
 
 
 def names() -> list[str]:
@@ -43,9 +41,9 @@ def load(name: str) -> list[Expectation | Probe]:
     """The checks of the built-in suite *name*."""
     from ..ledger import parse_ledger, parse_text
 
-    if name not in BUILTIN:
+    if not known(name):
         raise SpecError(f"there is no built-in suite '{name}'; built-in suites: {', '.join(BUILTIN)}.")
-    name = ALIASES.get(name, name)
+    name = canonical(name)
     target = BUILTIN[name][0]
     if not target.endswith(".toml"):
         found = import_module(f"{__name__}.{target}").checks()
