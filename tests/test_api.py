@@ -250,12 +250,14 @@ def test_several_inputs_and_outputs_one_of_them_empty_or_independent():
     for mode in ("full", "directional"):
         res = ga.check(f, (leaf(30, seed=1), leaf(30, seed=2)), mode=mode)
         assert res.verdict == "pass", res.report()
-    # affine in each input with the other fixed: the confirmation (4), each of the 3 outputs confirmed alone
-    # (4 each), the affine test (4) and one evaluation per column for each input, none judged again
+    # per input: the confirmation (4) and each of the 3 outputs confirmed alone (4 each); x: affine (dense
+    # columns, A x * w): the affine test (4) and one evaluation per column; w: a diagonal Jacobian (A x * w,
+    # and sum x does not use w), so all 30 columns move as one group: one central difference. None judged again
     full = ga.check(f, (leaf(30, seed=1), leaf(30, seed=2)), mode="full")
-    assert full.info["numeric"].startswith("affine in 'x'") and full.info["numeric"].endswith("also affine in 'w'")
+    assert full.info["numeric"].startswith("affine in 'x'") and "'w'" not in full.info["numeric"]
+    assert "'w' sparse: 1 column group(s) for 30 columns" in full.info["structure"]
     assert "ridders_columns" not in full.info
-    assert full.info["evaluations"] == 2 * (CONFIRM + 3 * CONFIRM + 4 + 30)
+    assert full.info["evaluations"] == 2 * (CONFIRM + 3 * CONFIRM) + (4 + 30) + 2
 
 
 def test_a_nan_gradient_is_a_located_failure_in_both_modes():

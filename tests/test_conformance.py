@@ -238,3 +238,65 @@ def test_masked_minus_infinity_inputs_are_held_at_their_value(mode):
     res = ga.check(Leaky.apply, (x,), mode=mode)
     assert res.verdict == "fail"
     assert {c.element for c in res.mismatches} <= {(0, 1), (1, 0)}
+
+
+# -- sparse Jacobians: columns moved in groups from autograd's pattern, the pattern verified --------------
+
+def rowwise(x):
+    """One loss per row (a batch of independent items): a block-diagonal Jacobian, 8 x 40."""
+    return (torch.tanh(x) * x).sum(-1)
+
+
+def test_a_batch_of_independent_items_is_checked_in_column_groups_with_exact_counts():
+    x = leaf(8, 5, seed=4)
+    res = ga.check(rowwise, (x,), mode="full")
+    assert res.ok, res
+    assert "sparse: 5 column group(s) for 40 columns" in res.info["structure"]
+    assert res.records[0].discrepancy.total == 8 * 40  # every entry, the zeros outside the blocks included
+    assert res.info["evaluations"] < 2 * 40  # fewer than one central difference per column
+
+
+def test_a_dependence_autograd_misses_inside_a_group_is_found_and_located():
+    # y_b also depends on x[b + 1, 0] (weight 0.3); the backward leaves that term out. Column (b + 1, 0)
+    # shares its group with (b, 0), which autograd says reaches y_b: the group's difference disagrees
+    class Leak(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return rowwise(x) + 0.3 * torch.cat([x[1:, 0], x.new_zeros(1)])
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            with torch.enable_grad():
+                xx = x.detach().requires_grad_()
+                (dx,) = torch.autograd.grad(rowwise(xx), xx, g)
+            return dx
+
+    x = leaf(8, 5, seed=5)
+    res = ga.check(Leak.apply, (x,), mode="full")
+    assert res.verdict == "fail" and "sparse" in res.info["structure"]
+    assert {(c.element, c.output_element) for c in res.mismatches} == {((b + 1, 0), (b,)) for b in range(7)}
+    assert all(c.observed == 0 and c.reference == pytest.approx(0.3, rel=1e-8) for c in res.mismatches)
+
+
+def test_a_dependence_autograd_misses_in_a_row_no_group_reaches_is_found_and_located():
+    # a ninth output, 0.3 x[2, 3], whose gradient the backward drops: autograd's pattern has an empty row there
+    class Dropped(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return torch.cat([rowwise(x), 0.3 * x[2, 3].reshape(1)])
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            with torch.enable_grad():
+                xx = x.detach().requires_grad_()
+                (dx,) = torch.autograd.grad(rowwise(xx), xx, g[:8])
+            return dx
+
+    x = leaf(8, 5, seed=6)
+    res = ga.check(Dropped.apply, (x,), mode="full")
+    assert res.verdict == "fail" and "sparse" in res.info["structure"]
+    assert [(c.element, c.output_element) for c in res.mismatches] == [((2, 3), (8,))]
