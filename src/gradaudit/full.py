@@ -469,7 +469,7 @@ def _quick_colored(problem: Problem, j: int, analytic: dict[tuple[int, int], tor
     eps = torch.finfo(x.dtype).eps
     # pass 1: which groups hold an entry the quick stage does not accept (then all their columns go on)
     bad = torch.zeros(count, dtype=torch.bool)
-    judged_k = []
+    judged_k: list[tuple[J.Judged, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None] = []
     for k, (block, m) in enumerate(zip(blocks, sizes)):
         diffs = torch.cat(raw[k]) if raw[k] else torch.zeros(0, m, dtype=torch.float64)  # (count, M_k)
         # the rounding of a difference of two evaluations, (M_k,): as the column-by-column quick stage for an
