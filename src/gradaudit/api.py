@@ -434,17 +434,24 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
     vs = [(lambda s: s.sign() * (0.5 + s.abs()))(2 * torch.rand(o.shape, generator=gen, dtype=torch.float64) - 1)
           for o in problem.outputs]
     grads, extra = _metadata(problem, vs, nondet_tol)
-    confirmed = directional(problem, _generator(seed, "directional"), tol, info, vs=vs, grads=grads,
-                            localize=mode == "directional")
     if mode == "full":
-        found = full(problem, _generator(seed, "full"), tol, info, lambda j: confirmed[j].verdict == "fail",
-                     first=grads, weight=vs[0] if len(vs) == 1 else None)
+        confirmed: dict[int, Findings] = {}
+
+        def confirm(j: int) -> bool:  # the directional confirmation, run only where full mode needs it
+            if not confirmed:
+                confirmed.update(directional(problem, _generator(seed, "directional"), tol, info, vs=vs,
+                                             grads=grads, localize=False))
+            return confirmed[j].verdict == "fail"
+
+        found = full(problem, _generator(seed, "full"), tol, info, confirm, grads, vs)
         for j, f in found.items():
+            if j not in confirmed:
+                continue
             f.extra[:0] = [c for c in confirmed[j].extra if c.kind == "none-gradient"]
             if confirmed[j].verdict == "fail" and f.verdict == "pass":
                 f.extra += confirmed[j].extra  # the projection disagrees though no single entry does
     else:
-        found = confirmed
+        found = directional(problem, _generator(seed, "directional"), tol, info, vs=vs, grads=grads)
     records, findings = [], []
     for j in problem.diff:
         found[j].extra[:0] = extra.get(j, [])

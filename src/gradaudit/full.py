@@ -58,30 +58,34 @@ class Quick:
 
 
 def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
-         confirm: Callable[[int], bool], first: tuple[torch.Tensor | None, ...] | None = None,
-         weight: torch.Tensor | None = None) -> dict[int, Findings]:
-    """Judge every Jacobian entry; *confirm(j)* runs the directional confirmation for input j and
-    says whether it disagreed (then every column of j is judged in the final stage). *first* is the
-    first backward's vᵀJ per checked input with the output weights *weight* (for a scalar output that
-    is the whole Jacobian row, divided by the weight)."""
+         confirm: Callable[[int], bool], first: tuple[torch.Tensor | None, ...], vs: list[torch.Tensor]
+         ) -> dict[int, Findings]:
+    """Judge every Jacobian entry. *first* is the first backward's vᵀJ per checked input, all outputs
+    weighted by *vs* at once (for a scalar output that is the whole Jacobian row, times the weight).
+
+    The Jacobian is judged one output at a time, and a backward may go wrong only when several outputs
+    receive a gradient together; so autograd's rows, weighted by *vs* and summed, must equal *first*
+    to rounding. Where they do not (or the rows were not all built), *confirm(j)* runs the directional
+    confirmation for input j and says whether it disagreed: then every column of j is judged in the
+    final stage."""
     found = {j: Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
                          [tuple(o.shape) for o in problem.outputs]) for j in problem.diff}
     banded = _banded(problem, gen, info) if len(problem.diff) == 1 and len(problem.outputs) == 1 else None
     if banded is not None:
         analytic: dict[tuple[int, int], torch.Tensor | None] = {}
-    elif first is not None and weight is not None and len(problem.outputs) == 1 and problem.outputs[0].numel() == 1:
+    elif len(vs) == 1 and len(problem.outputs) == 1 and problem.outputs[0].numel() == 1:
         # a scalar output: the first backward (random weight v, |v| in [0.5, 1.5)) already gave v J; a
         # backward that ignores its grad_output still fails, as it gives J instead of v J
         import torch
 
-        v = float(weight.to(problem.outputs[0].dtype).reshape(()))
+        v = float(vs[0].to(problem.outputs[0].dtype).reshape(()))
         analytic = {(j, 0): None if g is None else (g.detach().to(torch.float64) / v).reshape(1, -1)
                     for j, g in zip(problem.diff, first)}
     else:
         analytic = _analytic(problem, gen, info)
-    for j in problem.diff:
+    for pos, j in enumerate(problem.diff):
         suspect = _quick(problem, j, analytic, banded, tol, found[j], info)
-        if confirm(j) and not len(suspect):
+        if not _together(problem, j, analytic, banded, first[pos], vs) and confirm(j) and not len(suspect):
             import torch
 
             suspect = torch.arange(problem.inputs[j].numel())
@@ -89,6 +93,34 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         if len(suspect):
             _final(problem, j, suspect, analytic, banded, tol, found[j], info)
     return found
+
+
+def _together(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None], banded: Band | None,
+              first: torch.Tensor | None, vs: list[torch.Tensor]) -> bool:
+    """Whether the backward of all outputs at once (*first*, weights *vs*) equals autograd's rows of
+    every output, weighted and summed, to rounding (STRUCTURE_ULPS ulps of the sum of |terms|)."""
+    import torch
+
+    n = problem.inputs[j].numel()
+    total = torch.zeros(n, dtype=torch.float64)
+    size = torch.zeros(n, dtype=torch.float64)
+    for k, v in enumerate(vs):
+        w = v.reshape(-1).to(torch.float64)
+        if banded is not None:
+            if banded.analytic is not None:
+                terms = w[banded.rows] * banded.analytic
+                total.index_add_(0, banded.cols, terms)
+                size.index_add_(0, banded.cols, terms.abs())
+            continue
+        if (j, k) not in analytic:
+            return False  # rows not built: nothing to compare with
+        block = analytic[j, k]
+        if block is not None and block.numel():
+            total += w @ block
+            size += w.abs() @ block.abs()
+    got = torch.zeros(n, dtype=torch.float64) if first is None else first.detach().reshape(-1).to(torch.float64)
+    eps = torch.finfo(problem.inputs[j].dtype).eps
+    return bool(((got - total).abs() <= STRUCTURE_ULPS * eps * (size + got.abs())).all())
 
 
 def _scale(problem: Problem, j: int, k: int, cols: torch.Tensor) -> torch.Tensor:
