@@ -193,8 +193,12 @@ def measure_noise(problem: Problem) -> list[torch.Tensor]:
 
 # -- batched evaluation ------------------------------------------------------------------------
 
-def _chunk(problem: Problem) -> int:
-    """Batch items per call so that one call's tensors stay under CHUNK_BYTES."""
+def _chunk(problem: Problem, need: int | None = None) -> int:
+    """Batch items per call so that one call's tensors stay under CHUNK_BYTES. A caller that will ask
+    for at most *need* items, no more than SMALL_BATCH (a loop of plain calls), gets SMALL_BATCH
+    without the measuring forward."""
+    if need is not None and need <= SMALL_BATCH and problem.item_bytes is None:
+        return SMALL_BATCH
     if problem.item_bytes is None:
         problem.item_bytes = _bytes_per_call(problem)
     return max(1, min(4096, CHUNK_BYTES // max(problem.item_bytes, 1)))
@@ -444,12 +448,12 @@ def analytic_rows(problem: Problem, k: int, weights: torch.Tensor, info: Info) -
     wrt = [xs[i] for i in problem.diff]
     if not out.requires_grad:
         return [None] * len(wrt)
-    if k not in problem.used:  # functorch returns zeros, never None, for an unused input: ask autograd once
-        problem.used[k] = [g is not None for g in grad(out, wrt, torch.ones_like(out), allow_unused=True,
-                                                         retain_graph=True)]
-    used = problem.used[k]
     rows = weights.shape[0]
     if rows > ANALYTIC_LOOP:
+        if k not in problem.used:  # functorch returns zeros, never None, for an unused input: ask autograd once
+            problem.used[k] = [g is not None for g in grad(out, wrt, torch.ones_like(out), allow_unused=True,
+                                                             retain_graph=True)]
+        used = problem.used[k]
         for attempt in (_vjp_vmap, _batched_grad):
             if f"{attempt.__name__}_error" in info:
                 continue
@@ -464,13 +468,16 @@ def analytic_rows(problem: Problem, k: int, weights: torch.Tensor, info: Info) -
             return [g.reshape(rows, -1).to(torch.float64) if u and g is not None else None
                     for g, u in zip(got, used)]
     info.setdefault("analytic", "autograd.grad per row")
-    per_input: list[list[torch.Tensor]] = [[] for _ in wrt]
+    per_input: list[list[torch.Tensor | None]] = [[] for _ in wrt]
     for b in range(rows):
         got = grad(out, wrt, cot[b], retain_graph=True, allow_unused=True)
         for i, g in enumerate(got):
-            per_input[i].append(torch.zeros(wrt[i].numel(), dtype=torch.float64) if g is None
-                                else g.reshape(-1).to(torch.float64))
-    return [torch.stack(per_input[i]) if used[i] else None for i in range(len(wrt))]
+            per_input[i].append(None if g is None else g.reshape(-1).to(torch.float64))
+    if k not in problem.used and rows:  # autograd gives None where its graph does not reach, whatever the row
+        problem.used[k] = [any(g is not None for g in per_input[i]) for i in range(len(wrt))]
+    used = problem.used.get(k, [False] * len(wrt))
+    return [torch.stack([torch.zeros(wrt[i].numel(), dtype=torch.float64) if g is None else g
+                         for g in per_input[i]]) if used[i] else None for i in range(len(wrt))]
 
 
 def _vjp_vmap(problem: Problem, k: int, out: torch.Tensor, wrt: list[torch.Tensor], cot: torch.Tensor,

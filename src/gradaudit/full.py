@@ -161,7 +161,7 @@ def _analytic(problem: Problem, gen: torch.Generator, info: Info) -> dict[tuple[
                              for j in problem.diff})
             continue
         c = 0.5 + torch.rand(m, generator=gen, dtype=torch.float64)  # non-unit: a backward must use grad_output
-        height = max(1, _chunk(problem))
+        height = max(1, _chunk(problem, m))
         for a in range(0, m, height):
             b = min(m, a + height)
             weights = torch.zeros(b - a, m, dtype=torch.float64)
@@ -221,8 +221,8 @@ def _quick(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tenso
     h = steps(x).reshape(-1)
     affine = todo is None and n > SMALL_BATCH and _affine(problem, j, info)
     step = steps(x, 1.0).reshape(-1) if affine else h
-    width = max(1, _chunk(problem) // (1 if affine else 2))
     count = n if todo is None else len(todo)
+    width = max(1, _chunk(problem, 2 * count) // (1 if affine else 2))
     for a in range(0, count, width):
         cols = torch.arange(a, min(n, a + width)) if todo is None else todo[a:a + width]
         numeric = None
@@ -595,7 +595,7 @@ def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[in
     """Judge every entry of columns *cols* of input j with Ridders per entry and one-sided slopes."""
     import torch
 
-    width = max(1, _chunk(problem) // 12)
+    width = max(1, _chunk(problem, 12 * len(cols)) // 12)
     info["ridders_columns"] = info.get("ridders_columns", 0) + len(cols)
     for a in range(0, len(cols), width):
         part = cols[a:a + width]
