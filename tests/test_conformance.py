@@ -216,11 +216,16 @@ def test_hardsigmoid_float64_backward_rounds_its_one_sixth_through_float32():
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_masked_minus_infinity_inputs_are_held_at_their_value(mode):
-    # softmax over a row with masked entries (-inf): moving -inf by a finite step leaves it -inf, so the
-    # function does not depend on it and its true derivative there is 0
+def test_non_finite_input_elements_are_held_and_reported_as_not_checked(mode):
+    # softmax over rows with masked entries (-inf): no derivative exists at -inf, so those columns are held
+    # at their value and not judged; the record names them, with autograd's vᵀJ there
     x = torch.tensor([[0.5, float("-inf"), 1.0], [float("-inf"), 2.0, -1.0]], dtype=F64, requires_grad=True)
-    assert ga.check(lambda x: torch.softmax(x, -1), (x,), mode=mode).ok
+    res = ga.check(lambda x: torch.softmax(x, -1), (x,), mode=mode)
+    assert res.ok, res
+    record = res.records[0]
+    assert record.discrepancy.total == (4 * 6 if res.mode == "full" else 4)  # the finite columns only
+    assert "2 elements not finite, held at their value and not checked" in record.reason
+    assert "(0, 1) = -inf (autograd's vᵀJ there 0)" in record.reason and "(1, 0) = -inf" in record.reason
 
     class Leaky(torch.autograd.Function):  # the true backward, plus a gradient of 1 into every masked entry
         @staticmethod
@@ -236,8 +241,30 @@ def test_masked_minus_infinity_inputs_are_held_at_their_value(mode):
             return dx + torch.isinf(x).to(dx.dtype)
 
     res = ga.check(Leaky.apply, (x,), mode=mode)
+    assert res.ok  # nothing checkable is wrong, and what cannot be checked is shown: 1 where autograd leaks
+    assert "(0, 1) = -inf (autograd's vᵀJ there 1)" in res.records[0].reason
+
+    class LeaksBeside(Leaky):  # the leak goes into the finite neighbour of each masked entry: checked, wrong
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors
+            dx = y * (g - (g * y).sum(-1, keepdim=True))
+            return dx + torch.isinf(x).roll(1, -1).to(dx.dtype)
+
+    res = ga.check(LeaksBeside.apply, (x,), mode=mode)
     assert res.verdict == "fail"
-    assert {c.element for c in res.mismatches} <= {(0, 1), (1, 0)}
+    assert {c.element for c in res.mismatches} <= {(0, 2), (1, 1)}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_input_with_no_finite_element_is_inconclusive(mode):
+    x = torch.full((3,), float("nan"), dtype=F64, requires_grad=True)
+    y = leaf(3)
+    res = ga.check(lambda x, y: torch.nan_to_num(x) + y * y, (x, y), mode=mode)
+    assert res.verdict == "inconclusive"
+    by_input = {r.input: r for r in res.records}
+    assert by_input["x"].verdict == "inconclusive" and "nothing could be checked" in by_input["x"].reason
+    assert by_input["y"].verdict == "pass"
 
 
 # -- sparse Jacobians: columns moved in groups from autograd's pattern, the pattern verified --------------

@@ -452,6 +452,8 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                 f.extra += confirmed[j].extra  # the projection disagrees though no single entry does
     else:
         found = directional(problem, _generator(seed, "directional"), tol, info, vs=vs, grads=grads)
+    for pos, j in enumerate(problem.diff):
+        _say_held(problem, found[j], grads[pos])
     records, findings = [], []
     for j in problem.diff:
         found[j].extra[:0] = extra.get(j, [])
@@ -474,6 +476,31 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                                           expected=expected[problem.diff.index(j)]))
             findings.append(f)
     return records, findings
+
+
+HELD_SHOWN = 4  # non-finite elements named in a record's reason; the count is always whole
+
+
+def _say_held(problem: Problem, f: Findings, first: torch.Tensor | None) -> None:
+    """Name the non-finite input elements that were held at their value and not checked (no derivative
+    exists there), with autograd's vᵀJ at each; an input with nothing else is inconclusive."""
+    from .findings import unravel
+
+    if f.held is None or not len(f.held):
+        return
+    x = problem.inputs[f.input].detach().reshape(-1)
+    g = None if first is None else first.detach().reshape(-1)
+    shown = []
+    for i in f.held[:HELD_SHOWN].tolist():
+        there = "None" if g is None else f"{float(g[i]):.6g}"
+        shown.append(f"{unravel(i, f.shape)} = {float(x[i])} (autograd's vᵀJ there {there})")
+    more = f", and {len(f.held) - HELD_SHOWN} more" if len(f.held) > HELD_SHOWN else ""
+    count = len(f.held)
+    which = f"{count} elements not finite, held at their" if count != 1 else "1 element not finite, held at its"
+    f.not_checked = f"{which} value and not checked (no derivative exists there): " + "; ".join(shown) + more
+    if len(f.held) == x.numel():
+        f.extra.append(Comparison(Location(f.name), None, None, None, "inconclusive", "not-checked",
+                                  f"every element of '{f.name}' is non-finite: nothing could be checked"))
 
 
 def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | None
@@ -722,8 +749,9 @@ def _evidence(info: Info, mode: str, dtype: str, bound: float | None) -> Evidenc
 def _summary(f: Findings) -> str:
     from .render.common import plural
 
+    held = f"; {f.not_checked}" if f.not_checked else ""
     if f.verdict == "pass":
-        return f"{plural(f.total, 'value')} compared, all within the allowance"
+        return f"{plural(f.total, 'value')} compared, all within the allowance{held}"
     at_least = "" if f.exact else "at least "
     parts = []
     if f.failed:
@@ -731,7 +759,7 @@ def _summary(f: Findings) -> str:
     if f.inconclusive:
         parts.append(f"{f.inconclusive} inconclusive")
     parts += [c.reason for c in f.extra if c.verdict != "pass" and c.reason][:3]
-    return "; ".join(parts)
+    return "; ".join(parts) + held
 
 
 def _vjp_record(problem: Problem, j: int, f: Findings, mode: str, tol: ToleranceUsed, info: Info, who: Described,

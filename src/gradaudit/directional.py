@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import judge as J
-from .evaluate import Info, Problem, batched_outputs
+from .evaluate import Info, Problem, batched_outputs, held
 from .findings import Findings
 from .numeric import ridders_tableau
 from .record import Comparison, Location
@@ -159,18 +159,25 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         u = 2 * torch.rand(x.shape, generator=gen, dtype=torch.float64) - 1  # uniform: randn costs 3x more
         # each element moves relative to its own magnitude, max(1, |x_i|): a tensor holding 400 and 0.3
         # is not probed with the step of 400 for both
-        u = u / u.norm().clamp_min(1e-300) * _sizes(x)
+        f.held = held(x)
         given = grads[pos]
         g = None if given is None else given.to(torch.float64)
+        x_seen = x
+        if f.held is not None:  # non-finite elements stay where they are, and their gradient is not judged
+            mask = ~torch.isfinite(x)
+            u = u.masked_fill(mask, 0.0)
+            x_seen = x.masked_fill(mask, 0.0)
+            g = None if g is None else g.masked_fill(mask, 0.0)
+        u = u / u.norm().clamp_min(1e-300) * _sizes(x)
         scale = 1.0
         analytic = 0.0 if g is None else float((g * u).sum())
-        out = judge_along(phi_for(j, u), analytic, _projected(tol, u, vs), scale=scale, **_rounding(g, u, x),
+        out = judge_along(phi_for(j, u), analytic, _projected(tol, u, vs), scale=scale, **_rounding(g, u, x_seen),
                           precision=str(x.dtype).removeprefix("torch."))
         comparisons.append({"input": problem.names[j], "autograd": analytic,
                             **{k: v for k, v in out.items() if k not in ("judged", "observed", "verdict", "reason")},
                             "verdict": J.NAMES[out["verdict"]],
                             "reason": J.reason_text(out["reason"], analytic, out["numeric"], out.get("slopes"))})
-        f.total = x.numel()
+        f.total = x.numel() - (0 if f.held is None else len(f.held))
         if out["verdict"] == J.PASS:
             if len(problem.outputs) > 1:  # each output alone: a backward may mishandle one output's gradient
                 _per_output(problem, j, u, vs, phi_for, tol, f)
@@ -207,9 +214,14 @@ def _per_output(problem: Problem, j: int, u: torch.Tensor, vs: list[torch.Tensor
             continue
         (g,) = grad([outs[k]], [xs[j]], [weights[k]], allow_unused=True)
         gk = None if g is None else g.detach().to(torch.float64)
+        seen = x
+        if f.held is not None:  # held elements: u is 0 there, and so is what they contribute
+            mask = ~torch.isfinite(x)
+            seen = x.masked_fill(mask, 0.0)
+            gk = None if gk is None else gk.masked_fill(mask, 0.0)
         analytic = 0.0 if gk is None else float((gk * u).sum())
         out = judge_along(phi_for(j, u, weights), analytic, _projected(tol, u, [weights[k]]), scale=1.0,
-                          **_rounding(gk, u, x), precision=str(x.dtype).removeprefix("torch."))
+                          **_rounding(gk, u, seen), precision=str(x.dtype).removeprefix("torch."))
         if out["verdict"] == J.PASS:
             continue
         kind = "none-gradient" if gk is None and out["verdict"] == J.FAIL else "projection"
@@ -249,6 +261,8 @@ def _bisect(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, phi_for:
     flat_u, flat_g = u.reshape(-1), g.reshape(-1)
     flat_x = problem.inputs[j].detach().reshape(-1)
     sizes = _sizes(flat_x)
+    finite = torch.isfinite(flat_x)
+    seen = flat_x.masked_fill(~finite, 0.0)  # held elements: neither moved nor judged
     n = flat_u.numel()
     pending = [(0, n)] if n == 1 else [(0, n // 2), (n // 2, n)]
     located = 0
@@ -262,12 +276,14 @@ def _bisect(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, phi_for:
         lo, hi = pending.pop(0)
         part = torch.zeros_like(flat_u)
         if hi - lo == 1:  # an element: its own direction, scaled to its magnitude: d(vᵀf)/dx_i max(1, |x_i|)
+            if not bool(finite[lo]):
+                continue
             part[lo] = sizes[lo]
         else:
             part[lo:hi] = flat_u[lo:hi]
         analytic = float((flat_g[lo:hi] * part[lo:hi]).sum())  # the slice only: NaN * 0 elsewhere is NaN
         out = judge_along(phi_for(j, part.reshape(u.shape)), analytic, _projected(tol, part, vs), scale=scale,
-                          **_rounding(flat_g[lo:hi], part[lo:hi], flat_x[lo:hi]),
+                          **_rounding(flat_g[lo:hi], part[lo:hi], seen[lo:hi]),
                           precision=str(flat_x.dtype).removeprefix("torch."))
         if out["verdict"] == J.PASS:
             continue

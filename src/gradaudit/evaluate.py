@@ -310,6 +310,18 @@ def steps(x: torch.Tensor, base: float | None = None) -> torch.Tensor:
     return torch.where(taken > 0, taken, h)
 
 
+def held(x: torch.Tensor) -> torch.Tensor | None:
+    """The flat indices of the non-finite elements of x (a masked -inf, a NaN placeholder), or None: they
+    are held at their value (a finite step leaves an infinity where it is) and their columns not checked,
+    as no derivative exists there."""
+    import torch
+
+    if not x.is_floating_point():
+        return None
+    bad = ~torch.isfinite(x.detach().reshape(-1))
+    return bad.nonzero().flatten() if bool(bad.any()) else None
+
+
 def numeric_columns(problem: Problem, j: int, directions: torch.Tensor, h: torch.Tensor | float,
                     info: Info) -> list[torch.Tensor]:
     """(f(x + h d) - f(x - h d)) / 2h for each direction d (rows of *directions*), per output as

@@ -71,6 +71,8 @@ class Findings:
     at: Location | None = None
     parts: list[Part] = field(default_factory=list)
     extra: list[Comparison] = field(default_factory=list)  # input-level comparisons (metadata, projections)
+    held: torch.Tensor | None = None  # flat input elements that are not finite: held fixed, never judged
+    not_checked: str = ""  # what the report says of them
 
     def location(self, output: int | None, row: int, col: int) -> Location:
         element = unravel(col, self.shape) if col >= 0 else None
@@ -79,15 +81,27 @@ class Findings:
 
     def add(self, judged: J.Judged, observed: torch.Tensor, reference: torch.Tensor, *, output: int | None,
             rows: torch.Tensor, cols: torch.Tensor, slopes: tuple[torch.Tensor, torch.Tensor] | None = None,
-            kind: str | None = None, note: str = "") -> None:
+            kind: str | None = None, note: str = "") -> int:
         """Count a judged block (entries at flat (rows, cols), any shapes that broadcast) and keep
-        what did not pass."""
+        what did not pass. Entries in held columns (non-finite input elements) are left out."""
         import torch
 
-        verdict = judged.verdict.reshape(-1)
         rows = rows.expand(judged.verdict.shape).reshape(-1)
         cols = cols.expand(judged.verdict.shape).reshape(-1)
-        self.total += int(verdict.numel())
+        if self.held is not None and len(self.held):
+            mine = ~torch.isin(cols, self.held)
+            if not bool(mine.all()):
+                shape = judged.verdict.shape
+
+                def flat(t: torch.Tensor) -> torch.Tensor:
+                    return t.detach().expand(shape).reshape(-1)[mine]
+
+                observed, reference = flat(observed), flat(reference)
+                slopes = None if slopes is None else (flat(slopes[0]), flat(slopes[1]))
+                judged, rows, cols = judged.take(mine), rows[mine], cols[mine]
+        verdict = judged.verdict.reshape(-1)
+        counted = int(verdict.numel())
+        self.total += counted
         if not judged.all_pass:
             self.failed += int((verdict == J.FAIL).sum())
             self.inconclusive += int((verdict == J.INCONCLUSIVE).sum())
@@ -101,11 +115,11 @@ class Findings:
             rel = torch.div(diff, ref.abs()).masked_fill_(diff == 0, 0.0)
             self.max_rel = max(self.max_rel, float(rel.nan_to_num_(nan=math.inf).max()))
         if judged.all_pass:
-            return
+            return counted
         # what did not pass, and passes worth a word (a kink resolved by a declared convention)
         keep = ((verdict != J.PASS) | (judged.reason.reshape(-1) == J.CONVENTION)).nonzero().flatten()
         if not keep.numel():
-            return
+            return counted
 
         def pick(t: torch.Tensor) -> torch.Tensor:
             return t.expand_as(judged.verdict).reshape(-1)[keep]
@@ -115,6 +129,13 @@ class Findings:
             left, right = pick(slopes[0].to(torch.float64)), pick(slopes[1].to(torch.float64))
         self.parts.append(Part(output, rows[keep], cols[keep], pick(observed.detach().to(torch.float64)),
                                judged.take(keep), left, right, kind, note))
+        return counted
+
+    def unheld(self, cols: torch.Tensor) -> torch.Tensor:
+        """*cols* without the held (non-finite) input elements."""
+        import torch
+
+        return cols if self.held is None or not len(self.held) else cols[~torch.isin(cols, self.held)]
 
     def drop_columns(self, cols: torch.Tensor) -> None:
         """Forget what was judged for input elements *cols* (they are being judged again)."""

@@ -34,6 +34,7 @@ from .evaluate import (
     batched_outputs,
     central_columns,
     forward_columns,
+    held,
     numeric_columns,
     ridders_columns,
     slopes,
@@ -69,7 +70,7 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
     confirmation for input j and says whether it disagreed: then every column of j is judged in the
     final stage."""
     found = {j: Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
-                         [tuple(o.shape) for o in problem.outputs]) for j in problem.diff}
+                         [tuple(o.shape) for o in problem.outputs], held=held(problem.inputs[j])) for j in problem.diff}
     banded = _banded(problem, gen, info) if len(problem.diff) == 1 and len(problem.outputs) == 1 else None
     if banded is not None:
         analytic: dict[tuple[int, int], torch.Tensor | None] = {}
@@ -88,7 +89,7 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         if not _together(problem, j, analytic, banded, first[pos], vs) and confirm(j) and not len(suspect):
             import torch
 
-            suspect = torch.arange(problem.inputs[j].numel())
+            suspect = found[j].unheld(torch.arange(problem.inputs[j].numel()))
             info["confirmation"] = "the directional confirmation disagreed: every column judged by Ridders"
         if len(suspect):
             _final(problem, j, suspect, analytic, banded, tol, found[j], info)
@@ -213,8 +214,7 @@ def _quick(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tenso
     n = problem.inputs[j].numel()
     suspect: list[torch.Tensor] = []
     if banded is not None:
-        suspect.append(_quick_band(problem, j, banded, tol, found))
-        return torch.unique(torch.cat(suspect))
+        return found.unheld(_quick_band(problem, j, banded, tol, found))
     # a sparse Jacobian: column groups; the columns of a group with an entry they did not accept come here
     todo = _quick_colored(problem, j, analytic, tol, found, info)
     x = problem.inputs[j]
@@ -252,7 +252,7 @@ def _quick(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tenso
             if bool(clean.any()):
                 found.add(judged.columns(clean), obs[:, clean], num[:, clean], output=k, rows=rows,
                           cols=cols[clean].reshape(1, -1))
-    return torch.unique(torch.cat(suspect)) if suspect else torch.zeros(0, dtype=torch.long)
+    return found.unheld(torch.unique(torch.cat(suspect))) if suspect else torch.zeros(0, dtype=torch.long)
 
 
 def _affine(problem: Problem, j: int, info: Info) -> bool:
@@ -393,17 +393,15 @@ def _quick_band(problem: Problem, j: int, band: Band, tol: ToleranceUsed, found:
              / problem.inputs[j].detach().reshape(-1).abs().to(torch.float64).clamp_min(1.0)[band.cols])
     judged = J.judge(obs, band.numeric, tol, reference_bound=rounding, scale=scale, precision=_precision(problem, j))
     bad = judged.verdict != J.PASS
-    suspect = torch.unique(band.cols[bad])
+    suspect = found.unheld(torch.unique(band.cols[bad]))
     if not len(suspect):
-        found.add(judged, obs, band.numeric, output=0, rows=band.rows, cols=band.cols)
-        kept = len(band.cols)
+        kept = found.add(judged, obs, band.numeric, output=0, rows=band.rows, cols=band.cols)
     else:
         clean = ~torch.isin(band.cols, suspect)
-        found.add(judged.take(clean), obs[clean], band.numeric[clean], output=0, rows=band.rows[clean],
-                  cols=band.cols[clean])
-        kept = int(clean.sum())
-    # the entries outside the band agree (zero on both sides, verified twice), except in suspect columns
-    found.total += (n - len(suspect)) * band.m - kept
+        kept = found.add(judged.take(clean), obs[clean], band.numeric[clean], output=0, rows=band.rows[clean],
+                         cols=band.cols[clean])
+    # the entries outside the band agree (zero on both sides, verified twice), except in suspect and held columns
+    found.total += (n - len(suspect) - _held_count(found)) * band.m - kept
     return suspect
 
 
@@ -521,26 +519,33 @@ def _quick_colored(problem: Problem, j: int, analytic: dict[tuple[int, int], tor
         judged = J.judge(obs, num, tol, reference_bound=f_round[r] / denom[c],
                          scale=_scale_entries(problem, j, k, r, c), precision=_precision(problem, j))
         if not judged.all_pass:
-            bad[group[c][judged.verdict != J.PASS]] = True
+            wrong = judged.verdict != J.PASS
+            if found.held is not None and len(found.held):
+                wrong &= ~torch.isin(c, found.held)  # a held element is never judged
+            bad[group[c][wrong]] = True
         judged_k.append((judged, obs, num, r, c))
-    suspect = idx[bad[group]]
+    suspect = found.unheld(idx[bad[group]])
     for k, item in enumerate(judged_k):
         kept = 0
         if item is not None:
             judged, obs, num, r, c = item
             clean = ~bad[group[c]]
             if bool(clean.all()):
-                found.add(judged, obs, num, output=k, rows=r, cols=c)
+                kept = found.add(judged, obs, num, output=k, rows=r, cols=c)
             else:
-                found.add(judged.take(clean), obs[clean], num[clean], output=k, rows=r[clean], cols=c[clean])
-            kept = int(clean.sum())
-        # the entries outside autograd's pattern agree (zero on both sides, verified), except in suspect columns
-        found.total += (n - len(suspect)) * sizes[k] - kept
+                kept = found.add(judged.take(clean), obs[clean], num[clean], output=k, rows=r[clean], cols=c[clean])
+        # the entries outside autograd's pattern agree (zero on both sides, verified), except in suspect and
+        # held columns
+        found.total += (n - len(suspect) - _held_count(found)) * sizes[k] - kept
     said = f"'{problem.names[j]}' sparse: {count} column group(s) for {n} columns" + (
         f" ({len(suspect)} column(s) of {int(bad.sum())} group(s) then one by one)" if len(suspect) else "")
     info["structure"] = (f"{said} (from autograd's pattern, verified: rows a group does not reach must not move)"
                          if "structure" not in info else f"{info['structure']}; {said}")
     return suspect
+
+
+def _held_count(found: Findings) -> int:
+    return 0 if found.held is None else len(found.held)
 
 
 def _scale_entries(problem: Problem, j: int, k: int, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
@@ -595,6 +600,7 @@ def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[in
     """Judge every entry of columns *cols* of input j with Ridders per entry and one-sided slopes."""
     import torch
 
+    cols = found.unheld(cols)
     width = max(1, _chunk(problem, 12 * len(cols)) // 12)
     info["ridders_columns"] = info.get("ridders_columns", 0) + len(cols)
     for a in range(0, len(cols), width):
