@@ -327,3 +327,20 @@ def test_a_dependence_autograd_misses_in_a_row_no_group_reaches_is_found_and_loc
     res = ga.check(Dropped.apply, (x,), mode="full")
     assert res.verdict == "fail" and "sparse" in res.info["structure"]
     assert [(c.element, c.output_element) for c in res.mismatches] == [((2, 3), (8,))]
+
+
+@pytest.mark.parametrize("shape, structure", [((40,), "diagonal"), ((8, 5), "sparse")])
+def test_non_finite_elements_are_not_checked_in_column_groups_either(shape, structure):
+    # exp (diagonal: the band path) and a row-wise softmax (block-diagonal: groups from autograd's pattern),
+    # each with two masked entries: the counts leave their columns out, the reason names them
+    x = leaf(*shape, seed=7).detach()
+    flat = x.reshape(-1)
+    flat[3], flat[17] = float("-inf"), float("-inf")
+    x.requires_grad_(True)
+    fn = torch.exp if structure == "diagonal" else (lambda x: torch.softmax(x, -1))
+    res = ga.check(fn, (x,), mode="full")
+    assert res.ok, res
+    assert res.info["structure"].startswith("diagonal" if structure == "diagonal" else "'x' sparse")
+    m = x.numel()
+    assert res.records[0].discrepancy.total == (m - 2) * m
+    assert res.records[0].reason.count("= -inf") == 2
