@@ -2,11 +2,13 @@
 
 Cases (as in the anchors): (a) sin(x)*x, R^N -> R^N; (b) A @ x with A fixed (N, N);
 (c) the MSE loss of a tanh MLP (8 inputs, N/10 hidden units, 32 samples) as a function of
-its N parameters. float64, one thread, warm: one call of each first. This machine is shared
-and its speed drifts, so each tool and its anchor are sampled across the same stretch of time:
-full mode and gradcheck's slow mode in five alternating rounds (a block of warm full-mode calls,
-then one slow gradcheck), the directional check and gradcheck's fast mode (both about a
-millisecond) call by call, in pairs, up to 101, until 2 s have passed. Medians throughout.
+its N parameters; and, only when asked for (--cases d), (d) an LSTM's last hidden states as a
+function of its parameters (N = 4h² + 24h, at most the size asked for). float64, one thread,
+warm: one call of each first. This machine is shared and its speed drifts, so each tool and its
+anchor are sampled across the same stretch of time: full mode and gradcheck's slow mode in five
+alternating rounds (a block of warm full-mode calls, then one slow gradcheck), the directional
+check and gradcheck's fast mode (both about a millisecond) call by call, in pairs, up to 101,
+until 2 s have passed. Medians throughout.
 gradcheck slow mode is skipped when one call is estimated above 60 s (A @ x at N = 3000;
 about 73 s measured in the anchors).
 
@@ -18,6 +20,7 @@ Run:  python bench/bench_check.py              (a few minutes; prints a Markdown
       python bench/bench_check.py --mem        (adds peak RSS at N = 3000, one fresh process each)
       python bench/bench_check.py --sizes 10,100
       python bench/bench_check.py --threads 2 --cases b --sizes 1000,3000
+      python bench/bench_check.py --cases d --sizes 100,1000     (the LSTM)
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ def case(name: str, n: int) -> tuple[Callable[..., Any], Any]:
     if name == "b":
         a = torch.randn(n, n, generator=g, dtype=torch.float64) / n**0.5
         return (lambda x: a @ x), torch.randn(n, generator=g, dtype=torch.float64)
+    if name == "d":
+        return lstm_case(n, g)
     hidden = max(1, n // 10)
     data = torch.randn(32, 8, generator=g, dtype=torch.float64)
     target = torch.randn(32, generator=g, dtype=torch.float64)
@@ -56,7 +61,28 @@ def case(name: str, n: int) -> tuple[Callable[..., Any], Any]:
     return mlp, 0.3 * torch.randn(10 * hidden, generator=g, dtype=torch.float64)
 
 
-NAMES = {"a": "a sin(x)*x", "b": "b A@x", "c": "c mlp-loss"}
+def lstm_case(n: int, g: torch.Generator) -> tuple[Callable[..., Any], Any]:
+    """(d) an LSTM (4 inputs, h hidden units, 3 sequences of 5 steps) as a function of its 4h² + 24h
+    parameters, h the largest with at most n of them (at least 1); the output is the last hidden
+    state of each sequence (3h values): a dense Jacobian, and a module torch.func.vmap cannot batch."""
+    h = 1
+    while 4 * (h + 1) ** 2 + 24 * (h + 1) <= n:
+        h += 1
+    lstm = torch.nn.LSTM(4, h, batch_first=True).double()
+    names = [name for name, _ in lstm.named_parameters()]
+    shapes = [p.shape for _, p in lstm.named_parameters()]
+    sizes = [p.numel() for _, p in lstm.named_parameters()]
+    data = torch.randn(3, 5, 4, generator=g, dtype=torch.float64)
+
+    def run(p: Any) -> Any:
+        params = {k: t.reshape(shape) for k, t, shape in zip(names, p.split(sizes), shapes)}
+        out, _ = torch.func.functional_call(lstm, params, (data,))
+        return out[:, -1]
+
+    return run, 0.3 * torch.randn(sum(sizes), generator=g, dtype=torch.float64)
+
+
+NAMES = {"a": "a sin(x)*x", "b": "b A@x", "c": "c mlp-loss", "d": "d lstm"}
 
 
 def median_time(call: Callable[[], Any], budget: float = 1.0) -> tuple[float, int]:
@@ -125,19 +151,27 @@ def _ok(res: Any) -> Any:
 
 
 def floor_time(fn: Any, x0: Any) -> float:
-    """N evaluations at one-hot perturbations, vmapped in chunks (the faster of 256 and 1024 per call):
-    the fewest forwards any finite-difference Jacobian of a dense function needs (one-sided, f(x) known)."""
+    """N evaluations at one-hot perturbations, vmapped in chunks (the faster of 256 and 1024 per call),
+    or a loop of plain calls for a function vmap cannot batch (the LSTM): the fewest forwards any
+    finite-difference Jacobian of a dense function needs (one-sided, f(x) known)."""
     n = x0.numel()
 
-    def run(chunk: int) -> None:
+    def run(chunk: int, batched: bool = True) -> None:
         with torch.no_grad():
             for a in range(0, n, chunk):
                 b = min(n, a + chunk)
                 batch = x0.reshape(1, -1).repeat(b - a, 1)
                 batch[torch.arange(b - a), torch.arange(a, b)] += 1e-3
-                torch.func.vmap(fn)(batch)
+                if batched:
+                    torch.func.vmap(fn)(batch)
+                else:
+                    for row in batch:
+                        fn(row)
 
-    return min(median_time(lambda c=c: run(c), budget=0.3)[0] for c in (256, 1024))
+    try:
+        return min(median_time(lambda c=c: run(c), budget=0.3)[0] for c in (256, 1024))
+    except RuntimeError:  # no batching rule
+        return median_time(lambda: run(n, batched=False), budget=0.3)[0]
 
 
 def run_table(sizes: list[int], cases: str) -> list[str]:
@@ -162,8 +196,8 @@ def run_table(sizes: list[int], cases: str) -> list[str]:
             else:
                 t_full, t_slow = interleaved_blocks(m["ga_full"], m["gc_slow"])
                 slow, speed, floor_speed = f"{t_slow:.3g}", f"{t_slow / t_full:.0f}x", f"{t_slow / t_floor:.0f}x"
-            rows.append(f"| {NAMES[c]} | {n} | {slow} | {t_full:.3g} | {speed} | {t_floor:.3g} | {floor_speed} "
-                        f"| {t_fast:.3g} | {t_dir:.3g} | {t_fast / t_dir:.2f}x | {how} |")
+            rows.append(f"| {NAMES[c]} | {x0.numel()} | {slow} | {t_full:.3g} | {speed} | {t_floor:.3g} "
+                        f"| {floor_speed} | {t_fast:.3g} | {t_dir:.3g} | {t_fast / t_dir:.2f}x | {how} |")
             print(rows[-1], file=sys.stderr, flush=True)
     return rows
 
