@@ -344,3 +344,30 @@ def test_non_finite_elements_are_not_checked_in_column_groups_either(shape, stru
     m = x.numel()
     assert res.records[0].discrepancy.total == (m - 2) * m
     assert res.records[0].reason.count("= -inf") == 2
+
+
+def test_a_missed_dependence_is_found_where_a_held_element_shares_its_group():
+    # rowwise, where x[b, 0] is -inf (held) for even b, plus a leak the backward drops: y_b also depends on
+    # x[b + 1, 0] (0.3 x, finite for even b). Column (b + 1, 0) shares its group with the held (b, 0),
+    # which autograd says reaches y_b: a held element covers no row, so y_b must not move, and it does
+    class Leak(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            finite = torch.where(torch.isfinite(x), x, 0.0)
+            leak = torch.where(torch.arange(8) % 2 == 0, finite[:, 0].roll(-1), 0.0)
+            return (torch.tanh(finite) * finite).sum(-1) + 0.3 * leak
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            finite = torch.where(torch.isfinite(x), x, 0.0)
+            dx = g.unsqueeze(-1) * (torch.tanh(finite) + finite * (1 - torch.tanh(finite) ** 2))
+            return torch.where(torch.isfinite(x), dx, 1.0)  # and a gradient of 1 into every held element
+
+    x = leaf(8, 5, seed=8).detach()
+    x[0::2, 0] = float("-inf")
+    x.requires_grad_(True)
+    res = ga.check(Leak.apply, (x,), mode="full")
+    assert res.verdict == "fail" and "sparse" in res.info["structure"]
+    assert {(c.element, c.output_element) for c in res.mismatches} == {((b + 1, 0), (b,)) for b in range(0, 8, 2)}

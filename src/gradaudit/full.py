@@ -121,7 +121,9 @@ def _together(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Te
             size += w.abs() @ block.abs()
     got = torch.zeros(n, dtype=torch.float64) if first is None else first.detach().reshape(-1).to(torch.float64)
     eps = torch.finfo(problem.inputs[j].dtype).eps
-    return bool(((got - total).abs() <= STRUCTURE_ULPS * eps * (size + got.abs())).all())
+    agree = (got - total).abs() <= STRUCTURE_ULPS * eps * (size + got.abs())
+    finite = torch.isfinite(problem.inputs[j].detach().reshape(-1))  # held elements are not checked
+    return bool((agree | ~finite).all())
 
 
 def _scale(problem: Problem, j: int, k: int, cols: torch.Tensor) -> torch.Tensor:
@@ -468,6 +470,8 @@ def _quick_colored(problem: Problem, j: int, analytic: dict[tuple[int, int], tor
     if n < 2 * COLORED_FRACTION or not sum(sizes):
         return None
     pattern = torch.cat([torch.zeros(m, n, dtype=torch.bool) if b is None else (b != 0) for b, m in zip(blocks, sizes)])
+    if found.held is not None and len(found.held):
+        pattern[:, found.held] = False  # a held element never moves and is not judged: it takes no place in a group
     made = _groups(pattern)
     if made is None:
         return None
@@ -507,6 +511,9 @@ def _quick_colored(problem: Problem, j: int, analytic: dict[tuple[int, int], tor
         f_round = 2 * ROUNDING_ULPS * eps * problem.f_scale(k).clamp_min(1.0)
         still = torch.maximum(f_round, 2 * problem.noise(k))
         r, c = (block != 0).nonzero().unbind(1) if block is not None else (torch.zeros(0, dtype=torch.long),) * 2
+        if found.held is not None and len(found.held):  # a held element never moves, covers nothing, is not judged
+            mine = ~torch.isin(c, found.held)
+            r, c = r[mine], c[mine]
         covered = torch.zeros(count, m, dtype=torch.bool)
         covered[group[c], r] = True
         loose = (~covered & ~(diffs.abs() <= still.reshape(1, -1))).any(1)  # NaN counts as moved
@@ -519,10 +526,7 @@ def _quick_colored(problem: Problem, j: int, analytic: dict[tuple[int, int], tor
         judged = J.judge(obs, num, tol, reference_bound=f_round[r] / denom[c],
                          scale=_scale_entries(problem, j, k, r, c), precision=_precision(problem, j))
         if not judged.all_pass:
-            wrong = judged.verdict != J.PASS
-            if found.held is not None and len(found.held):
-                wrong &= ~torch.isin(c, found.held)  # a held element is never judged
-            bad[group[c][wrong]] = True
+            bad[group[c][judged.verdict != J.PASS]] = True
         judged_k.append((judged, obs, num, r, c))
     suspect = found.unheld(idx[bad[group]])
     for k, item in enumerate(judged_k):
