@@ -24,3 +24,11 @@ def test_readme_python_block_runs(index, capsys):
         if m:
             shown = m.group(1).split(": ")[0].strip()
             assert shown in out, (line, out)
+
+
+def test_the_first_report_shown_is_what_the_first_block_prints(capsys):
+    # the README leads with a located failure: the text shown under it is the block's output, line for line
+    exec(compile(BLOCKS[0], "README.md python block 1", "exec"), {"__name__": "__main__"})  # as a script runs it
+    shown = re.search(r"^```text\n(.*?)^```", README, flags=re.S | re.M)
+    assert shown is not None
+    assert capsys.readouterr().out == shown.group(1)
