@@ -412,3 +412,23 @@ def test_a_backward_wrong_only_when_several_outputs_receive_a_gradient_fails_in_
     assert res.verdict == "fail"
     assert res.records[0].discrepancy.mismatched == 0  # no single entry is wrong
     assert "directional" in res.info and res.info["confirmation"].startswith("the directional confirmation disagreed")
+
+
+@pytest.mark.parametrize("delta, confirmed, verdict", [(1e-20, False, "pass"), (1e-6, True, "fail")])
+def test_the_outputs_together_are_compared_at_the_resolution_of_the_entries(delta, confirmed, verdict):
+    # y1 = 2x, y2 = 3x; with both grad_outputs non-zero the backward adds delta. 1e-20 is far below what
+    # any entry's comparison resolves (about 3e-10 of the natural size): no confirmation runs, as for a
+    # backward that sums in another order. 1e-6 is a wrong combined backward: the confirmation runs and fails
+    class Shifted(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return 2 * x, 3 * x
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            both = bool((g1 != 0).any()) and bool((g2 != 0).any())
+            return 2 * g1 + 3 * g2 + (delta if both else 0.0)
+
+    res = ga.check(Shifted.apply, (leaf(5),), mode="full")
+    assert res.verdict == verdict
+    assert ("directional" in res.info) == confirmed

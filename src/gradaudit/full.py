@@ -86,7 +86,7 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         analytic = _analytic(problem, gen, info)
     for pos, j in enumerate(problem.diff):
         suspect = _quick(problem, j, analytic, banded, tol, found[j], info)
-        if not _together(problem, j, analytic, banded, first[pos], vs) and confirm(j) and not len(suspect):
+        if not _together(problem, j, analytic, banded, first[pos], vs, tol) and confirm(j) and not len(suspect):
             import torch
 
             suspect = found[j].unheld(torch.arange(problem.inputs[j].numel()))
@@ -97,16 +97,24 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
 
 
 def _together(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None], banded: Band | None,
-              first: torch.Tensor | None, vs: list[torch.Tensor]) -> bool:
+              first: torch.Tensor | None, vs: list[torch.Tensor], tol: ToleranceUsed) -> bool:
     """Whether the backward of all outputs at once (*first*, weights *vs*) equals autograd's rows of
-    every output, weighted and summed, to rounding (STRUCTURE_ULPS ulps of the sum of |terms|)."""
+    every output, weighted and summed, to within what the entries' own judgement resolves: per
+    column, STRUCTURE_ULPS ulps of the sum of |terms|, the tolerance projected through |v|, and the
+    finest error bound of a central difference (ROUNDING_ULPS eps^(2/3) of the entry's natural size
+    max(1, |f|) / max(1, |x|), weighted by |v|). A combined backward that differs by less than that
+    could not be told from a right one by any entry's comparison."""
     import torch
 
     n = problem.inputs[j].numel()
     total = torch.zeros(n, dtype=torch.float64)
     size = torch.zeros(n, dtype=torch.float64)
+    weight = 0.0  # sum over outputs of |v| max(1, |f|)
+    absolute = 0.0  # sum of |v|: the atol of every entry, projected
     for k, v in enumerate(vs):
         w = v.reshape(-1).to(torch.float64)
+        weight += float((w.abs() * problem.f_scale(k).clamp_min(1.0)).sum())
+        absolute += float(w.abs().sum())
         if banded is not None:
             if banded.analytic is not None:
                 terms = w[banded.rows] * banded.analytic
@@ -120,10 +128,12 @@ def _together(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Te
             total += w @ block
             size += w.abs() @ block.abs()
     got = torch.zeros(n, dtype=torch.float64) if first is None else first.detach().reshape(-1).to(torch.float64)
-    eps = torch.finfo(problem.inputs[j].dtype).eps
-    agree = (got - total).abs() <= STRUCTURE_ULPS * eps * (size + got.abs())
-    finite = torch.isfinite(problem.inputs[j].detach().reshape(-1))  # held elements are not checked
-    return bool((agree | ~finite).all())
+    x = problem.inputs[j].detach().reshape(-1)
+    eps = torch.finfo(x.dtype).eps
+    resolution = ROUNDING_ULPS * eps ** (2 / 3) * weight / x.abs().to(torch.float64).clamp_min(1.0)
+    allowed = STRUCTURE_ULPS * eps * (size + got.abs()) + tol.rtol * size + tol.atol * absolute + resolution
+    agree = (got - total).abs() <= allowed
+    return bool((agree | ~torch.isfinite(x)).all())  # held elements are not checked
 
 
 def _scale(problem: Problem, j: int, k: int, cols: torch.Tensor) -> torch.Tensor:
