@@ -31,7 +31,7 @@ Results go to a JSON Lines file, one line per case, appended as each case finish
 what it had), plus a "run" line per invocation and a "first_call" line (cold-start timings, measured in
 fresh subprocesses after the sweep). The Markdown summary at the end is computed from that file.
 
-Run (from the repository root; the full op_db at K = 2 took about eight minutes on one core with torch 2.13,
+Run (from the repository root; the full op_db at K = 2 took five to eight minutes on one core with torch 2.13,
 most of it gradcheck's slow mode on a few large cases):
     python bench/opinfo.py --workers 2 --out opinfo.jsonl
     python bench/opinfo.py --ops sin,matmul,nn.functional.conv2d --samples 1 --out few.jsonl
