@@ -393,11 +393,18 @@ def test_bad_input_is_a_clear_spec_error():
         ga.check(torch.sin, (leaf(3),), mode="fast")
 
 
-def test_a_backward_wrong_only_when_several_outputs_receive_a_gradient_fails_in_full_mode():
-    # y1 = 2x, y2 = 3x; the backward is right for each output alone, but with both grad_outputs non-zero it
-    # returns 2 g1 alone (it drops g2). Full mode judges one output at a time, so every entry agrees; the
-    # combined backward then differs from the rows summed, the directional confirmation runs and disagrees
-    class DropsSecond(torch.autograd.Function):
+@pytest.mark.parametrize("together, confirmed, verdict", [
+    (lambda g1, g2: 2 * g1, True, "fail"),  # drops g2
+    (lambda g1, g2: 2 * g1 + 3 * g2 + 1e-6, True, "fail"),  # a wrong combined backward
+    (lambda g1, g2: 2 * g1 + 3 * g2 + 1e-20, False, "pass"),  # far below what any entry resolves (~3e-10)
+], ids=["drops-g2", "shifted-1e-6", "shifted-1e-20"])
+def test_a_backward_wrong_only_when_several_outputs_receive_a_gradient(together, confirmed, verdict):
+    # y1 = 2x, y2 = 3x; the backward is right for each output alone, and *together* when both grad_outputs are
+    # non-zero. Full mode judges one output at a time, so every entry agrees; the combined backward is then
+    # compared with the rows summed, at the resolution of the entries' own judgement: where they differ the
+    # directional confirmation runs and disagrees; a difference no entry could resolve (a backward that sums
+    # in another order) runs nothing
+    class Combined(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x):
             return 2 * x, 3 * x
@@ -405,30 +412,12 @@ def test_a_backward_wrong_only_when_several_outputs_receive_a_gradient_fails_in_
         @staticmethod
         def backward(ctx, g1, g2):
             if bool((g1 != 0).any()) and bool((g2 != 0).any()):
-                return 2 * g1
+                return together(g1, g2)
             return 2 * g1 + 3 * g2
 
-    res = ga.check(DropsSecond.apply, (leaf(5),), mode="full")
-    assert res.verdict == "fail"
-    assert res.records[0].discrepancy.mismatched == 0  # no single entry is wrong
-    assert "directional" in res.info and res.info["confirmation"].startswith("the directional confirmation disagreed")
-
-
-@pytest.mark.parametrize("delta, confirmed, verdict", [(1e-20, False, "pass"), (1e-6, True, "fail")])
-def test_the_outputs_together_are_compared_at_the_resolution_of_the_entries(delta, confirmed, verdict):
-    # y1 = 2x, y2 = 3x; with both grad_outputs non-zero the backward adds delta. 1e-20 is far below what
-    # any entry's comparison resolves (about 3e-10 of the natural size): no confirmation runs, as for a
-    # backward that sums in another order. 1e-6 is a wrong combined backward: the confirmation runs and fails
-    class Shifted(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return 2 * x, 3 * x
-
-        @staticmethod
-        def backward(ctx, g1, g2):
-            both = bool((g1 != 0).any()) and bool((g2 != 0).any())
-            return 2 * g1 + 3 * g2 + (delta if both else 0.0)
-
-    res = ga.check(Shifted.apply, (leaf(5),), mode="full")
+    res = ga.check(Combined.apply, (leaf(5),), mode="full")
     assert res.verdict == verdict
+    assert res.records[0].discrepancy.mismatched == 0  # no single entry is wrong
     assert ("directional" in res.info) == confirmed
+    if confirmed:
+        assert res.info["confirmation"].startswith("the directional confirmation disagreed")

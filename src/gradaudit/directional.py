@@ -161,13 +161,9 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         # is not probed with the step of 400 for both
         f.held = held(x)
         given = grads[pos]
-        g = None if given is None else given.to(torch.float64)
-        x_seen = x
+        g, x_seen = _without_held(None if given is None else given.to(torch.float64), x)
         if f.held is not None:  # non-finite elements stay where they are, and their gradient is not judged
-            mask = ~torch.isfinite(x)
-            u = u.masked_fill(mask, 0.0)
-            x_seen = x.masked_fill(mask, 0.0)
-            g = None if g is None else g.masked_fill(mask, 0.0)
+            u = u.masked_fill(~torch.isfinite(x), 0.0)
         u = u / u.norm().clamp_min(1e-300) * _sizes(x)
         scale = 1.0
         analytic = 0.0 if g is None else float((g * u).sum())
@@ -213,12 +209,7 @@ def _per_output(problem: Problem, j: int, u: torch.Tensor, vs: list[torch.Tensor
         if not outs[k].requires_grad:
             continue
         (g,) = grad([outs[k]], [xs[j]], [weights[k]], allow_unused=True)
-        gk = None if g is None else g.detach().to(torch.float64)
-        seen = x
-        if f.held is not None:  # held elements: u is 0 there, and so is what they contribute
-            mask = ~torch.isfinite(x)
-            seen = x.masked_fill(mask, 0.0)
-            gk = None if gk is None else gk.masked_fill(mask, 0.0)
+        gk, seen = _without_held(None if g is None else g.detach().to(torch.float64), x)  # u is 0 at held elements
         analytic = 0.0 if gk is None else float((gk * u).sum())
         out = judge_along(phi_for(j, u, weights), analytic, _projected(tol, u, [weights[k]]), scale=1.0,
                           **_rounding(gk, u, seen), precision=str(x.dtype).removeprefix("torch."))
@@ -234,6 +225,17 @@ def _projection(f: Findings, out: dict[str, Any], kind: str, note: str) -> Compa
     c = J.comparison(judged, 0, judged.diff.new_tensor(out["observed"]), judged.diff.new_tensor(out["numeric"]),
                      Location(f.name), slopes=None, kind=kind)
     return dataclasses.replace(c, reason=f"{c.reason}; {note}" if c.reason else note)
+
+
+def _without_held(g: torch.Tensor | None, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor]:
+    """g and x with their values at non-finite elements of x (held, never judged) set to 0, so that
+    g . u and the rounding terms stay finite."""
+    import torch
+
+    mask = ~torch.isfinite(x)
+    if not bool(mask.any()):
+        return g, x
+    return (None if g is None else g.masked_fill(mask, 0.0)), x.masked_fill(mask, 0.0)
 
 
 def _sizes(x: torch.Tensor) -> torch.Tensor:

@@ -401,8 +401,7 @@ def _quick_band(problem: Problem, j: int, band: Band, tol: ToleranceUsed, found:
     n = problem.inputs[j].numel()
     obs = torch.zeros_like(band.numeric) if band.analytic is None else band.analytic
     rounding = _rounding(problem, 0, torch.tensor([band.h], dtype=torch.float64)).reshape(-1)[band.rows]
-    scale = (problem.f_scale(0).clamp_min(1.0)[band.rows]
-             / problem.inputs[j].detach().reshape(-1).abs().to(torch.float64).clamp_min(1.0)[band.cols])
+    scale = _scale_entries(problem, j, 0, band.rows, band.cols)
     judged = J.judge(obs, band.numeric, tol, reference_bound=rounding, scale=scale, precision=_precision(problem, j))
     bad = judged.verdict != J.PASS
     suspect = found.unheld(torch.unique(band.cols[bad]))
