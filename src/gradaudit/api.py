@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 import traceback
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -125,8 +126,12 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
     if not args:
         raise SpecError("inputs must be a tensor or a tuple of arguments holding at least one tensor with "
                         "requires_grad=True, e.g. (x,) or (x, 0).", field="inputs")
-    paths, spec = tree_flatten_with_path(args)
-    xs = [leaf for _, leaf in paths]
+    flat = any(isinstance(a, (list, tuple, dict)) for a in args)
+    if flat:
+        paths, spec = tree_flatten_with_path(args)
+        xs = [leaf for _, leaf in paths]
+    else:  # the arguments are the leaves (pytree's walk costs more than the rest of this function)
+        xs = list(args)
     for x in xs:
         if torch.is_tensor(x) and x.layout != torch.strided:
             raise SpecError(f"a {x.layout} input is not supported: gradaudit perturbs dense tensors element by "
@@ -141,7 +146,6 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
         if not (xs[i].is_floating_point() or xs[i].is_complex()):
             raise SpecError(f"input {i} has dtype {xs[i].dtype}; gradients exist only for floating-point and "
                             "complex tensors.", field="inputs")
-    flat = len(xs) != len(args) or any(isinstance(a, (list, tuple, dict)) for a in args)
     if names is not None:
         if isinstance(names, str) or len(names) != len(xs) or not all(isinstance(n, str) for n in names):
             raise SpecError(f"names must be {len(xs)} strings, one per input{' (after flattening)' if flat else ''}; "
@@ -149,8 +153,8 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
         labels = list(names)
     else:
         top = _arg_names(fn, len(args))
-        labels = [top[path[0].idx] + keystr(path[1:]) if flat else top[i]  # type: ignore[attr-defined]
-                  for i, (path, _) in enumerate(paths)]
+        labels = ([top[path[0].idx] + keystr(path[1:]) for path, _ in paths]  # type: ignore[attr-defined]
+                  if flat else top)
     complex_in = [i for i in diff if xs[i].is_complex()]
     call: Callable[..., Any] = fn
     if flat or complex_in or kwargs:
@@ -284,7 +288,26 @@ def _outputs(outs: list[Any]) -> list[torch.Tensor]:
     return [o.detach() for o in outs]
 
 
+_ARG_NAMES: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()
+
+
 def _arg_names(fn: Callable[..., Any], count: int) -> list[str]:
+    """The names of fn's first *count* positional parameters, or input0, input1, ... (signatures are read
+    once per function object: inspect costs more than a small check's arithmetic)."""
+    try:
+        params = _ARG_NAMES.get(fn)
+    except TypeError:  # not hashable or not weak-referenceable: read every time
+        params = None
+    if params is None:
+        params = _parameters(fn)
+        try:
+            _ARG_NAMES[fn] = params
+        except TypeError:
+            pass
+    return params[:count] if len(params) >= count else [f"input{i}" for i in range(count)]
+
+
+def _parameters(fn: Callable[..., Any]) -> list[str]:
     import inspect
 
     import torch
@@ -298,7 +321,7 @@ def _arg_names(fn: Callable[..., Any], count: int) -> list[str]:
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][skip:]
     except (TypeError, ValueError):
         params = []
-    return params[:count] if len(params) >= count else [f"input{i}" for i in range(count)]
+    return params
 
 
 def _generator(seed: int, stream: str) -> torch.Generator:

@@ -136,20 +136,44 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
 
     evals = [0]
 
-    def phi_for(j: int, u: torch.Tensor, weights: list[torch.Tensor] | None = None) -> Batched:
+    def phi_for(j: int, u: torch.Tensor, weights: list[torch.Tensor] | None = None,
+                memo: dict[tuple[float, ...], list[torch.Tensor]] | None = None) -> Batched:
+        """phi(t) = sum_k v_k . f_k(x + t u) for the weights (default: vs). With *memo* (one per direction
+        u), the outputs at each set of steps are evaluated once and reused by every choice of weights."""
         x = problem.inputs[j].detach()
         ws = vs if weights is None else weights
+        memo = {} if memo is None else memo
 
         def phi_many(ts: list[float]) -> tuple[list[float], float]:
-            evals[0] += len(ts)
-            t = torch.tensor(ts, dtype=torch.float64).reshape(-1, *([1] * x.dim()))
-            with torch.no_grad():
-                outs = batched_outputs(problem, j, (x + t * u).to(x.dtype), info)
-            terms = [(o.to(torch.float64) * v).reshape(len(ts), -1) for o, v in zip(outs, ws)]
+            outs = memo.get(tuple(ts))
+            if outs is None:
+                evals[0] += len(ts)
+                t = torch.tensor(ts, dtype=torch.float64).reshape(-1, *([1] * x.dim()))
+                with torch.no_grad():
+                    got = batched_outputs(problem, j, (x + t * u).to(x.dtype), info)
+                outs = memo[tuple(ts)] = [o.to(torch.float64).reshape(len(ts), -1) for o in got]
+            terms = [o * v.reshape(1, -1) for o, v in zip(outs, ws)]
             total = torch.stack([term.sum(1) for term in terms]).sum(0)
             size = float(torch.stack([term.square().sum(1) for term in terms]).sum(0).max()) ** 0.5
             return [float(value) for value in total], size
         return phi_many
+
+    alone: dict[int, tuple[torch.Tensor | None, ...] | None] = {}
+
+    def output_alone(k: int) -> tuple[torch.Tensor | None, ...] | None:
+        """vₖᵀJₖ for every checked input, output k alone receiving a gradient (None: k does not require
+        grad): one forward with its graph serves every output and input."""
+        from .evaluate import grad
+
+        if not alone:
+            xs = problem.leaves()
+            with torch.enable_grad():
+                outs = problem.call(*xs)
+            wrt = [xs[i] for i in problem.diff]
+            for kk, o in enumerate(outs):
+                alone[kk] = (grad([o], wrt, [vs[kk]], allow_unused=True, retain_graph=True)
+                             if o.requires_grad else None)
+        return alone[k]
 
     found: dict[int, Findings] = {}
     comparisons = info.setdefault("directional", [])
@@ -167,8 +191,9 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         u = u / u.norm().clamp_min(1e-300) * _sizes(x)
         scale = 1.0
         analytic = 0.0 if g is None else float((g * u).sum())
-        out = judge_along(phi_for(j, u), analytic, _projected(tol, u, vs), scale=scale, **_rounding(g, u, x_seen),
-                          precision=str(x.dtype).removeprefix("torch."))
+        memo: dict[tuple[float, ...], list[torch.Tensor]] = {}
+        out = judge_along(phi_for(j, u, memo=memo), analytic, _projected(tol, u, vs), scale=scale,
+                          **_rounding(g, u, x_seen), precision=str(x.dtype).removeprefix("torch."))
         comparisons.append({"input": problem.names[j], "autograd": analytic,
                             **{k: v for k, v in out.items() if k not in ("judged", "observed", "verdict", "reason")},
                             "verdict": J.NAMES[out["verdict"]],
@@ -176,7 +201,7 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         f.total = x.numel() - (0 if f.held is None else len(f.held))
         if out["verdict"] == J.PASS:
             if len(problem.outputs) > 1:  # each output alone: a backward may mishandle one output's gradient
-                _per_output(problem, j, u, vs, phi_for, tol, f)
+                _per_output(problem, pos, u, vs, phi_for, memo, output_alone, tol, f)
             continue
         if g is None and out["verdict"] == J.FAIL:
             f.extra.append(_projection(f, out, "none-gradient",
@@ -191,27 +216,27 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
     return found
 
 
-def _per_output(problem: Problem, j: int, u: torch.Tensor, vs: list[torch.Tensor],
-                phi_for: Callable[..., Batched], tol: ToleranceUsed, f: Findings) -> None:
+def _per_output(problem: Problem, pos: int, u: torch.Tensor, vs: list[torch.Tensor],
+                phi_for: Callable[..., Batched], memo: dict[tuple[float, ...], list[torch.Tensor]],
+                output_alone: Callable[[int], tuple[torch.Tensor | None, ...] | None], tol: ToleranceUsed,
+                f: Findings) -> None:
     """vₖᵀJₖu for each output k alone (the others weighted 0): gradcheck back-propagates each output on
     its own, and a backward that returns None when only a secondary output (a mean, an rstd) receives a
-    gradient is wrong there though the outputs together agree."""
+    gradient is wrong there though the outputs together agree. The numeric side reuses the evaluations
+    of the check of all outputs along the same u (*memo*): each output's term of them."""
     import torch
 
-    from .evaluate import grad
-
+    j = problem.diff[pos]
     x = problem.inputs[j].detach()
     for k in range(len(problem.outputs)):
         weights = [v if i == k else torch.zeros_like(v) for i, v in enumerate(vs)]
-        xs = problem.leaves()
-        with torch.enable_grad():
-            outs = problem.call(*xs)
-        if not outs[k].requires_grad:
+        grads = output_alone(k)
+        if grads is None:
             continue
-        (g,) = grad([outs[k]], [xs[j]], [weights[k]], allow_unused=True)
+        g = grads[pos]
         gk, seen = _without_held(None if g is None else g.detach().to(torch.float64), x)  # u is 0 at held elements
         analytic = 0.0 if gk is None else float((gk * u).sum())
-        out = judge_along(phi_for(j, u, weights), analytic, _projected(tol, u, [weights[k]]), scale=1.0,
+        out = judge_along(phi_for(j, u, weights, memo), analytic, _projected(tol, u, [weights[k]]), scale=1.0,
                           **_rounding(gk, u, seen), precision=str(x.dtype).removeprefix("torch."))
         if out["verdict"] == J.PASS:
             continue

@@ -50,6 +50,8 @@ class Problem:
     vmap: dict[int, bool] = field(default_factory=dict)  # per input: vmap works and agrees (decided once)
     used: dict[int, list[bool]] = field(default_factory=dict)  # per output: which checked inputs autograd reaches
     _noise: list[torch.Tensor] | None = None
+    _f_scale: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
+    _f_size: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     graph: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None  # leaves and outputs of the first forward
     random: bool | None = None  # draws random numbers (found on the first call): evaluated from one fixed state
     rng_seed: int = 0
@@ -97,10 +99,22 @@ class Problem:
         return xs
 
     def f_scale(self, k: int) -> torch.Tensor:
-        """|f| of output k, flat, in float64."""
+        """|f| of output k, flat, in float64 (computed once per output tensor; callers do not write to it)."""
         import torch
 
-        return self.outputs[k].detach().abs().reshape(-1).to(torch.float64)
+        out = self.outputs[k]
+        cached = self._f_scale.get(k)
+        if cached is None or cached[0] is not out:
+            cached = self._f_scale[k] = (out, out.detach().abs().reshape(-1).to(torch.float64))
+        return cached[1]
+
+    def f_size(self, k: int) -> torch.Tensor:
+        """max(1, |f|) of output k, flat, float64: the size that intermediates of order one round at."""
+        out = self.outputs[k]
+        cached = self._f_size.get(k)
+        if cached is None or cached[0] is not out:
+            cached = self._f_size[k] = (out, self.f_scale(k).clamp_min(1.0))
+        return cached[1]
 
     def noise(self, k: int) -> torch.Tensor:
         """The rounding of one evaluation of output k, per element (flat, float64): measured once, see

@@ -72,6 +72,7 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
     found = {j: Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
                          [tuple(o.shape) for o in problem.outputs], held=held(problem.inputs[j])) for j in problem.diff}
     banded = _banded(problem, gen, info) if len(problem.diff) == 1 and len(problem.outputs) == 1 else None
+    derived = False  # autograd's rows are the first backward itself: comparing them with it is no evidence
     if banded is not None:
         analytic: dict[tuple[int, int], torch.Tensor | None] = {}
     elif len(vs) == 1 and len(problem.outputs) == 1 and problem.outputs[0].numel() == 1:
@@ -82,11 +83,13 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         v = float(vs[0].to(problem.outputs[0].dtype).reshape(()))
         analytic = {(j, 0): None if g is None else (g.detach().to(torch.float64) / v).reshape(1, -1)
                     for j, g in zip(problem.diff, first)}
+        derived = True
     else:
         analytic = _analytic(problem, gen, info)
     for pos, j in enumerate(problem.diff):
         suspect = _quick(problem, j, analytic, banded, tol, found[j], info)
-        if not _together(problem, j, analytic, banded, first[pos], vs, tol) and confirm(j) and not len(suspect):
+        if (not derived and not _together(problem, j, analytic, banded, first[pos], vs, tol) and confirm(j)
+                and not len(suspect)):
             import torch
 
             suspect = found[j].unheld(torch.arange(problem.inputs[j].numel()))
@@ -113,7 +116,7 @@ def _together(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Te
     absolute = 0.0  # sum of |v|: the atol of every entry, projected
     for k, v in enumerate(vs):
         w = v.reshape(-1).to(torch.float64)
-        weight += float((w.abs() * problem.f_scale(k).clamp_min(1.0)).sum())
+        weight += float((w.abs() * problem.f_size(k)).sum())
         absolute += float(w.abs().sum())
         if banded is not None:
             if banded.analytic is not None:
@@ -142,7 +145,7 @@ def _scale(problem: Problem, j: int, k: int, cols: torch.Tensor) -> torch.Tensor
     import torch
 
     x = problem.inputs[j].detach().reshape(-1)[cols].abs().to(torch.float64).clamp_min(1.0)
-    return problem.f_scale(k).clamp_min(1.0).reshape(-1, 1) / x.reshape(1, -1)
+    return problem.f_size(k).reshape(-1, 1) / x.reshape(1, -1)
 
 
 def _precision(problem: Problem, j: int) -> str:
@@ -157,7 +160,7 @@ def _rounding(problem: Problem, k: int, h: torch.Tensor) -> torch.Tensor:
     import torch
 
     eps = torch.finfo(problem.outputs[k].dtype).eps if problem.outputs[k].is_floating_point() else 0.0
-    return ROUNDING_ULPS * eps * problem.f_scale(k).clamp_min(1.0).reshape(-1, 1) / h.reshape(1, -1)
+    return ROUNDING_ULPS * eps * problem.f_size(k).reshape(-1, 1) / h.reshape(1, -1)
 
 
 # -- analytic side ---------------------------------------------------------------------------------
@@ -343,7 +346,7 @@ def _banded(problem: Problem, gen: torch.Generator, info: Info) -> Band | None:
     h = steps(x).reshape(-1)
     hmin = h.min()
     eps = torch.finfo(x.dtype).eps
-    f_scale = problem.f_scale(0).clamp_min(1.0)
+    f_scale = problem.f_size(0)
     idx = torch.arange(n)
     reach = _reach(problem, j, h, f_scale, info)
     for b in (0, 1, 2, 4, 8):
@@ -517,7 +520,7 @@ def _quick_colored(problem: Problem, j: int, analytic: dict[tuple[int, int], tor
         diffs = torch.cat(raw[k]) if raw[k] else torch.zeros(0, m, dtype=torch.float64)  # (count, M_k)
         # the rounding of a difference of two evaluations, (M_k,): as the column-by-column quick stage for an
         # entry; a row that must not move may also move by the measured rounding (terms that cancel)
-        f_round = 2 * ROUNDING_ULPS * eps * problem.f_scale(k).clamp_min(1.0)
+        f_round = 2 * ROUNDING_ULPS * eps * problem.f_size(k)
         still = torch.maximum(f_round, 2 * problem.noise(k))
         r, c = (block != 0).nonzero().unbind(1) if block is not None else (torch.zeros(0, dtype=torch.long),) * 2
         if found.held is not None and len(found.held):  # a held element never moves, covers nothing, is not judged
@@ -566,7 +569,7 @@ def _scale_entries(problem: Problem, j: int, k: int, rows: torch.Tensor, cols: t
     import torch
 
     x = problem.inputs[j].detach().reshape(-1)[cols].abs().to(torch.float64).clamp_min(1.0)
-    return problem.f_scale(k).clamp_min(1.0)[rows] / x
+    return problem.f_size(k)[rows] / x
 
 
 # -- final stage ---------------------------------------------------------------------------------
