@@ -209,13 +209,13 @@ def _evidence_copy(x: Any, *, float64: bool = True) -> Any:
 
 
 def _first_calls(problem: Problem) -> None:
-    """The first forward (its graph kept for the first backward), then a second at the same point: the
+    """The first forward (its graph kept for the backwards at the point), then a second at the same point: the
     outputs must be tensors, the same both times (deterministic), and the inputs unchanged (not in place)."""
     import torch
 
     pristine = [x.clone() if torch.is_tensor(x) else None for x in problem.inputs]
     leaves = problem.leaves()
-    problem.keep = None
+    problem.keep = problem.point = None
     with torch.enable_grad():  # with its graph: the first backward (metadata, vᵀJ) reuses it
         outs = problem.call(*leaves)
     problem.keep, left_out = _kept_outputs(outs)
@@ -223,7 +223,7 @@ def _first_calls(problem: Problem) -> None:
         _outputs(outs)  # says what the function returned instead of floating-point tensors
     outs = problem.select(outs)
     problem.outputs = _outputs(outs)
-    problem.graph = (leaves, outs)
+    problem.point = (leaves, outs)  # the backwards at the point (vᵀJ, autograd's rows) go through this graph
     if left_out:
         problem.notes.append("left out of the check (as gradcheck does): " + "; ".join(left_out))
     for name, x, before in zip(problem.names, problem.inputs, pristine):
@@ -475,6 +475,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                 f.extra += confirmed[j].extra  # the projection disagrees though no single entry does
     else:
         found = directional(problem, _generator(seed, "directional"), tol, info, vs=vs, grads=grads)
+    problem.point = None  # no more backwards at the point: the first forward's graph goes
     for pos, j in enumerate(problem.diff):
         _say_held(problem, found[j], grads[pos])
     records, findings = [], []
@@ -532,13 +533,7 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
     backward through the same graph must agree (nondet_tol aside). Returns vᵀJ and the comparisons."""
     import torch
 
-    if problem.graph is not None:
-        xs, outs = problem.graph
-        problem.graph = None  # released after these two backward passes
-    else:
-        xs = problem.leaves()
-        with torch.enable_grad():
-            outs = problem.call(*xs)
+    xs, outs = problem.at_point()  # the first forward's graph, kept for the backwards at the point after these
     cot = [v.to(o.dtype) for v, o in zip(vs, outs)]
     wrt = [xs[i] for i in problem.diff]
     differentiable = [(o, c) for o, c in zip(outs, cot) if o.requires_grad]
@@ -546,7 +541,7 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
         return tuple(None for _ in wrt), {}
     o_list, c_list = [o for o, _ in differentiable], [c for _, c in differentiable]
     first = grad(o_list, wrt, c_list, allow_unused=True, retain_graph=True)
-    second = grad(o_list, wrt, c_list, allow_unused=True)
+    second = grad(o_list, wrt, c_list, allow_unused=True, retain_graph=True)
     ntol = resolve("nondeterminism", "float64", nondet_tol)
     found: dict[int, list[Comparison]] = {}
     for pos, j in enumerate(problem.diff):

@@ -166,9 +166,7 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         from .evaluate import grad
 
         if not alone:
-            xs = problem.leaves()
-            with torch.enable_grad():
-                outs = problem.call(*xs)
+            xs, outs = problem.at_point()
             wrt = [xs[i] for i in problem.diff]
             for kk, o in enumerate(outs):
                 alone[kk] = (grad([o], wrt, [vs[kk]], allow_unused=True, retain_graph=True)
@@ -213,6 +211,7 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
             continue
         _bisect(problem, j, g, u, phi_for, scale, tol, vs, f, out)
     info["evaluations"] = info.get("evaluations", 0) + evals[0]
+    problem.point = None  # the graph's memory goes back
     return found
 
 

@@ -52,11 +52,11 @@ class Problem:
     _noise: list[torch.Tensor] | None = None
     _f_scale: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     _f_size: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
-    graph: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None  # leaves and outputs of the first forward
     random: bool | None = None  # draws random numbers (found on the first call): evaluated from one fixed state
     rng_seed: int = 0
     rng_devices: tuple[int, ...] = ()  # CUDA devices whose generators are fixed too
     keep: list[int] | None = None  # the (flattened) outputs that are checked; None: all of them
+    point: tuple[list[Any], list[torch.Tensor]] | None = None  # leaves and outputs of a forward kept for backwards
 
     def call(self, *xs: torch.Tensor) -> list[torch.Tensor]:
         """The function's outputs as a list; its exceptions become EvaluationError('function').
@@ -92,6 +92,18 @@ class Problem:
 
         return [x.detach().requires_grad_(i in self.diff) if torch.is_tensor(x) else x
                 for i, x in enumerate(self.inputs)]
+
+    def at_point(self) -> tuple[list[Any], list[torch.Tensor]]:
+        """Leaves at the inputs and the outputs of one forward there, with its graph: every backward at the
+        point (autograd's rows of each output, each output alone) shares it, with retain_graph=True, until
+        the check sets ``point`` to None."""
+        import torch
+
+        if self.point is None:
+            xs = self.leaves()
+            with torch.enable_grad():
+                self.point = (xs, self.call(*xs))
+        return self.point
 
     def with_input(self, j: int, value: torch.Tensor) -> list[torch.Tensor]:
         xs = list(self.inputs)
@@ -468,9 +480,8 @@ def analytic_rows(problem: Problem, k: int, weights: torch.Tensor, info: Info) -
 
     out_shape = problem.outputs[k].shape
     cot = weights.reshape(weights.shape[0], *out_shape).to(problem.outputs[k].dtype)
-    xs = problem.leaves()
-    with torch.enable_grad():
-        out = problem.call(*xs)[k]
+    xs, outs = problem.at_point()
+    out = outs[k]
     wrt = [xs[i] for i in problem.diff]
     if not out.requires_grad:
         return [None] * len(wrt)

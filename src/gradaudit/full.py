@@ -86,6 +86,7 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         derived = True
     else:
         analytic = _analytic(problem, gen, info)
+    problem.point = None  # every backward at the point is done: the graph's memory goes back
     for pos, j in enumerate(problem.diff):
         suspect = _quick(problem, j, analytic, banded, tol, found[j], info)
         if (not derived and not _together(problem, j, analytic, banded, first[pos], vs, tol) and confirm(j)
