@@ -27,7 +27,29 @@ def test_non_tensor_positional_arguments_pass_through(mode):
     x = leaf(4, 3)
     res = ga.check(torch.cumsum, (x, 1), mode=mode)
     assert res.ok, res
-    assert [r.input for r in res.records] == ["input0"]  # the dim is not an input to check
+    # the dim is not an input to check; the name is torch's own ("cumsum(input, dim, *, ...)" in its docstring)
+    assert [r.input for r in res.records] == ["input"]
+
+
+def test_builtin_inputs_named_as_torch_documents_them():
+    x, y = leaf(3, seed=1), leaf(3, seed=2)
+    res = ga.check(torch.atan2, (x, y))
+    assert res.ok, res
+    assert [r.input for r in res.records] == ["input", "other"]  # "atan2(input, other, *, out=None)"
+    assert [r.input for r in ga.check(torch.Tensor.sin, (x,)).records] == ["input0"]  # "sin() -> Tensor": none
+
+
+def test_documented_parameters_read_as_text():
+    from gradaudit.api import _documented_parameters
+
+    def f(*args):
+        """f(a: Tuple[int, int], b=__import__('os'), /, c, *, d) -> Tensor"""
+
+    def g(*args):
+        """g(a, ...) -> Tensor"""
+
+    assert _documented_parameters(f) == ["a", "b"]  # up to the first "/" or "*", annotations and defaults cut
+    assert _documented_parameters(g) == []  # "..." is not a name: nothing is guessed
 
 
 @pytest.mark.parametrize("mode", MODES)

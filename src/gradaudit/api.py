@@ -292,8 +292,9 @@ _ARG_NAMES: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionar
 
 
 def _arg_names(fn: Callable[..., Any], count: int) -> list[str]:
-    """The names of fn's first *count* positional parameters, or input0, input1, ... (signatures are read
-    once per function object: inspect costs more than a small check's arithmetic)."""
+    """The names of fn's first *count* positional parameters (for a torch builtin, those its docstring
+    shows), or input0, input1, ... (read once per function object: inspect costs more than a small
+    check's arithmetic)."""
     try:
         params = _ARG_NAMES.get(fn)
     except TypeError:  # not hashable or not weak-referenceable: read every time
@@ -320,7 +321,37 @@ def _parameters(fn: Callable[..., Any]) -> list[str]:
         params = [p.name for p in inspect.signature(target).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][skip:]
     except (TypeError, ValueError):
-        params = []
+        params = _documented_parameters(fn)
+    return params
+
+
+def _documented_parameters(fn: Callable[..., Any]) -> list[str]:
+    """The positional parameters a builtin's docstring shows on its first line, as torch documents its
+    operators ("atan2(input, other, *, out=None) -> Tensor" gives input, other); [] when it shows none.
+    The line is read as text, never evaluated."""
+    import re
+
+    doc = getattr(fn, "__doc__", None)
+    name = getattr(fn, "__name__", None)
+    if not isinstance(doc, str) or not isinstance(name, str):
+        return []
+    first = doc.strip().split("\n", 1)[0]
+    found = re.match(rf"{re.escape(name)}\((.*)\)", first)
+    if found is None:
+        return []
+    params, depth, part = [], 0, ""
+    for ch in found.group(1) + ",":
+        depth += (ch in "([{") - (ch in ")]}")  # a comma inside Tuple[int, int] does not split
+        if ch == "," and depth == 0:
+            item = part.split("=", 1)[0].split(":", 1)[0].strip()
+            if item in ("*", "/") or item.startswith("*"):
+                break
+            if not item.isidentifier():
+                return []
+            params.append(item)
+            part = ""
+        else:
+            part += ch
     return params
 
 
