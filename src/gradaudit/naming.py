@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -29,17 +30,19 @@ class Described:
     where: str | None  # file:line, where known
 
 
+_DESCRIBED: weakref.WeakKeyDictionary[Any, Described] = weakref.WeakKeyDictionary()
+
+
 def describe(fn: Any) -> Described:
-    """How to name *fn* in reports and re-run lines (worked out once per function)."""
+    """How to name *fn* in reports and re-run lines (worked out once per function, held weakly: a
+    closure and what it captures are never kept alive by gradaudit)."""
     try:
-        return _described(fn)
-    except TypeError:  # unhashable callables
+        known = _DESCRIBED.get(fn)
+    except TypeError:  # unhashable, or no weak reference possible (a builtin: cheap to name)
         return _describe(fn)
-
-
-@functools.lru_cache(maxsize=512)
-def _described(fn: Any) -> Described:
-    return _describe(fn)
+    if known is None:
+        known = _DESCRIBED[fn] = _describe(fn)
+    return known
 
 
 def _describe(fn: Any) -> Described:
@@ -95,6 +98,13 @@ def _importable(obj: Any, suffix: str) -> str | None:
 
 
 def _where(obj: Any) -> str | None:
+    """file:line of *obj*'s definition (a function's from its code object, without reading the file)."""
+    import os
+
+    code = getattr(obj, "__code__", None)
+    if code is not None:
+        path = code.co_filename
+        return None if not path or path.startswith("<") else f"{os.path.basename(path)}:{code.co_firstlineno}"
     try:
         path = inspect.getsourcefile(obj)
         line = inspect.getsourcelines(obj)[1]
@@ -102,8 +112,6 @@ def _where(obj: Any) -> str | None:
         return None
     if not path:
         return None
-    import os
-
     return f"{os.path.basename(path)}:{line}"
 
 
@@ -113,9 +121,10 @@ def _source_cached(obj: Any) -> str:
 
 
 def _source(obj: Any) -> str:
-    """The source text of *obj* (read once per object), or its name."""
+    """The source text of *obj*, or its name. Read once per code object (every closure made by one
+    definition shares it, and a code object holds no user data) or per class."""
     try:
-        return _source_cached(obj)
+        return _source_cached(getattr(obj, "__code__", obj))
     except (OSError, TypeError):
         return getattr(obj, "__qualname__", repr(obj))
 
