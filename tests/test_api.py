@@ -421,3 +421,26 @@ def test_a_backward_wrong_only_when_several_outputs_receive_a_gradient(together,
     assert ("directional" in res.info) == confirmed
     if confirmed:
         assert res.info["confirmation"].startswith("the directional confirmation disagreed")
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_a_check_keeps_nothing_of_the_function_alive(mode):
+    """gradaudit remembers how to name a function only weakly: a closure and what it captures (a model, a
+    large tensor) are freed as soon as the caller drops them, while the result lives on."""
+    import gc
+    import weakref
+
+    class Captured:
+        weight = torch.tensor([1.0, 2.0, 3.0], dtype=F64)
+
+    def closure_over(obj):
+        return lambda x: (x * obj.weight).sum()
+
+    held = Captured()
+    fn = closure_over(held)
+    res = ga.check(fn, (leaf(3),), mode=mode)
+    assert res.ok, res
+    alive = weakref.ref(held)
+    del fn, held
+    gc.collect()
+    assert alive() is None and res.ok  # the result holds no reference to the closure either
