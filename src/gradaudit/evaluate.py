@@ -161,6 +161,18 @@ def _rng_states(devices: tuple[int, ...]) -> list[torch.Tensor]:
     return [torch.random.default_generator.get_state()] + [torch.cuda.get_rng_state(d) for d in devices]
 
 
+def _engine() -> Callable[..., Any] | None:
+    """autograd's engine entry, as torch.autograd.grad calls it (imported at first use: no torch before)."""
+    try:
+        from torch.autograd.graph import _engine_run_backward
+    except ImportError:  # another torch: torch.autograd.grad with the sum in grad()
+        return None
+    return _engine_run_backward  # type: ignore[no-any-return]
+
+
+_ENGINE_KWARGS = {"allow_unused", "retain_graph", "create_graph"}
+
+
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, **kwargs: Any) -> tuple[Any, ...]:
     """``torch.autograd.grad`` whose exceptions (a backward that raises, or returns a gradient the
     engine rejects) become EvaluationError('the backward')."""
@@ -168,11 +180,25 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, **kwargs: Any) -> 
 
     try:
         if grad_outputs is not None and not kwargs.get("is_grads_batched"):
-            # vᵀJ as the gradient of the scalar sum(o * v): the backward receives exactly v as its grad_output
-            # (sum's backward is ones, mul's multiplies by v), and autograd is not handed tensor grad_outputs,
-            # whose first use imports torch.fx's symbolic shapes (sympy, about 0.8 s of a process's first check)
             outs = [outputs] if torch.is_tensor(outputs) else list(outputs)
             gos = [grad_outputs] if torch.is_tensor(grad_outputs) else list(grad_outputs)
+            wrt = [inputs] if torch.is_tensor(inputs) else list(inputs)
+            pairs = [(o, g.to(o.dtype)) for o, g in zip(outs, gos) if o.requires_grad]
+            engine = _engine()
+            if engine is not None and pairs and set(kwargs) <= _ENGINE_KWARGS and all(
+                    type(t) is torch.Tensor and t.shape == g.shape for t, g in pairs) and all(
+                    type(t) is torch.Tensor for t in wrt):
+                # autograd's engine as torch.autograd.grad calls it, with grad_outputs built here in the outputs'
+                # own shapes and dtypes: its Python-side checks cost more than a small backward itself, and its
+                # first tensor grad_output imports torch.fx's symbolic shapes (sympy, about 0.8 s of a process's
+                # first check). Not for tensor subclasses, which dispatch through __torch_function__.
+                create = bool(kwargs.get("create_graph", False))
+                retain = kwargs.get("retain_graph")
+                return tuple(engine(tuple(o for o, _ in pairs), tuple(g for _, g in pairs),
+                                     create if retain is None else bool(retain), create, tuple(wrt),
+                                     bool(kwargs.get("allow_unused", False)), accumulate_grad=False))
+            # otherwise vᵀJ as the gradient of the scalar sum(o * v): the backward receives exactly v as its
+            # grad_output (sum's backward is ones, mul's multiplies by v)
             total = torch.zeros((), dtype=torch.float64)
             for o, g in zip(outs, gos):
                 total = total + (o * g.to(o.dtype)).sum()
