@@ -77,7 +77,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     """
     import torch
 
-    obs = torch.tensor(analytic, dtype=torch.float64)
+    obs = float(analytic)
     h = QUICK_STEP * scale
     values, size = phi_many([h, -h, 2 * h, -2 * h])
     d1 = (values[0] - values[1]) / (2 * h)
@@ -85,12 +85,12 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     quick = (4 * d1 - d2) / 3
     err = 1.5 * EPS64 * (size + perturbation) / h  # (4 (1/h) + 1/(2h)) / 3 ulps of phi
     natural = max(1.0, size) / scale  # the derivative's natural size: error bounds are judged against it
-    judged = J.judge(obs, torch.tensor(quick, dtype=torch.float64), tol, observed_bound=dot_rounding,
+    judged = J.judge(obs, quick, tol, observed_bound=dot_rounding,
                      reference_bound=err, scale=natural, precision=precision)
     result: dict[str, Any] = {"numeric": quick, "error_bound": err, "scheme": "richardson (h, 2h)", "evaluations": 4}
     if int(judged.verdict) != J.PASS:
         numeric, err, used = ridders_scalar(phi_many, 1e-2 * scale)
-        ref = torch.tensor(numeric, dtype=torch.float64)
+        ref = numeric
         judged = J.judge(obs, ref, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
                          precision=precision)
         result = {"numeric": numeric, "error_bound": err, "scheme": "ridders", "evaluations": 4 + used}
@@ -103,7 +103,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
             result["evaluations"] += used2
             if not (math.isfinite(again) and math.isfinite(err2)) or (math.isfinite(err) and err2 >= err):
                 continue
-            numeric, err, ref = again, err2, torch.tensor(again, dtype=torch.float64)
+            numeric, err, ref = again, err2, again
             judged = J.judge(obs, ref, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
                              precision=precision)
             result.update(numeric=numeric, error_bound=err, scheme=f"ridders from h0 = {h0:.1e}")
@@ -155,7 +155,7 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
             terms = [o * v.reshape(1, -1) for o, v in zip(outs, ws)]
             total = torch.stack([term.sum(1) for term in terms]).sum(0)
             size = float(torch.stack([term.square().sum(1) for term in terms]).sum(0).max()) ** 0.5
-            return [float(value) for value in total], size
+            return total.tolist(), size
         return phi_many
 
     alone: dict[int, tuple[torch.Tensor | None, ...] | None] = {}
@@ -183,10 +183,13 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         # is not probed with the step of 400 for both
         f.held = held(x)
         given = grads[pos]
-        g, x_seen = _without_held(None if given is None else given.to(torch.float64), x)
-        if f.held is not None:  # non-finite elements stay where they are, and their gradient is not judged
-            u = u.masked_fill(~torch.isfinite(x), 0.0)
-        u = u / u.norm().clamp_min(1e-300) * _sizes(x)
+        g = None if given is None else given.to(torch.float64)
+        if f.held is None:
+            x_seen, sizes = x, x.abs().to(torch.float64).clamp_min(1.0)  # every element finite: _sizes(x)
+        else:  # non-finite elements stay where they are, and their gradient is not judged
+            g, x_seen = _without_held(g, x)
+            u, sizes = u.masked_fill(~torch.isfinite(x), 0.0), _sizes(x)
+        u = u / max(float(u.norm()), 1e-300) * sizes
         scale = 1.0
         analytic = 0.0 if g is None else float((g * u).sum())
         memo: dict[tuple[float, ...], list[torch.Tensor]] = {}

@@ -370,8 +370,8 @@ def held(x: torch.Tensor) -> torch.Tensor | None:
 
     if not x.is_floating_point():
         return None
-    bad = ~torch.isfinite(x.detach().reshape(-1))
-    return bad.nonzero().flatten() if bool(bad.any()) else None
+    finite = torch.isfinite(x.detach().reshape(-1))
+    return None if bool(finite.all()) else (~finite).nonzero().flatten()
 
 
 def numeric_columns(problem: Problem, j: int, directions: torch.Tensor, h: torch.Tensor | float,

@@ -80,7 +80,7 @@ class Judged:
                       cols(self.evidence), self.all_pass)
 
 
-def judge(observed: torch.Tensor, reference: torch.Tensor, tol: ToleranceUsed, *,
+def judge(observed: torch.Tensor | float, reference: torch.Tensor | float, tol: ToleranceUsed, *,
           observed_bound: torch.Tensor | float = 0.0, reference_bound: torch.Tensor | float = 0.0,
           scale: torch.Tensor | float | None = None, numeric: Literal["observed", "reference", None] = "reference",
           slopes: tuple[torch.Tensor, torch.Tensor] | None = None, convention: torch.Tensor | None = None,
@@ -95,13 +95,19 @@ def judge(observed: torch.Tensor, reference: torch.Tensor, tol: ToleranceUsed, *
     import torch
 
     limit = UNINFORMATIVE.get(precision, UNINFORMATIVE["float64"])
-    if observed.dim() == 0 and reference.dim() == 0 and tol.default and slopes is None:
+    one = isinstance(observed, float) or isinstance(reference, float) or (
+        observed.dim() == 0 and reference.dim() == 0)
+    if one and tol.default and slopes is None:
         passed = _scalar_pass(float(observed), float(reference), tol, float(observed_bound), float(reference_bound),
                               0.0 if scale is None else float(scale), limit)
         if passed is not None:  # the same rule as below, in Python floats: one comparison costs no tensor ops
             zero = torch.zeros((), dtype=torch.int8)
             diff, ref, evidence = (torch.tensor(v, dtype=torch.float64) for v in passed)
             return Judged(zero, zero, diff, tol.atol, tol.rtol, ref, evidence, True)
+    if isinstance(observed, float):
+        observed = torch.tensor(observed, dtype=torch.float64)
+    if isinstance(reference, float):
+        reference = torch.tensor(reference, dtype=torch.float64)
     obs = observed.detach().to(torch.float64)
     ref = reference.detach().to(torch.float64)
     obs, ref = torch.broadcast_tensors(obs, ref)

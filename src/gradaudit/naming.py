@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import types
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,9 +34,22 @@ class Described:
 _DESCRIBED: weakref.WeakKeyDictionary[Any, Described] = weakref.WeakKeyDictionary()
 
 
+_BY_CODE: dict[tuple[Any, str, str], Described] = {}
+BY_CODE_MAX = 4096  # distinct definitions remembered (a code object holds no user data, only the program's)
+
+
 def describe(fn: Any) -> Described:
-    """How to name *fn* in reports and re-run lines (worked out once per function, held weakly: a
-    closure and what it captures are never kept alive by gradaudit)."""
+    """How to name *fn* in reports and re-run lines, worked out once per definition: a plain function
+    by its code object (every closure a loop makes from one lambda shares it), anything else per
+    object, held weakly. A closure and what it captures are never kept alive by gradaudit."""
+    if type(fn) is types.FunctionType:
+        key = (fn.__code__, fn.__module__, fn.__qualname__)
+        known = _BY_CODE.get(key)
+        if known is None:
+            if len(_BY_CODE) >= BY_CODE_MAX:
+                _BY_CODE.clear()
+            known = _BY_CODE[key] = _describe(fn)
+        return known
     try:
         known = _DESCRIBED.get(fn)
     except TypeError:  # unhashable, or no weak reference possible (a builtin: cheap to name)
