@@ -111,17 +111,20 @@ def _together(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Te
     import torch
 
     n = problem.inputs[j].numel()
-    total = torch.zeros(n, dtype=torch.float64)
-    size = torch.zeros(n, dtype=torch.float64)
+    total: torch.Tensor | None = None  # sum over outputs of the weighted rows, and of |terms|
+    size: torch.Tensor | None = None
     weight = 0.0  # sum over outputs of |v| max(1, |f|)
     absolute = 0.0  # sum of |v|: the atol of every entry, projected
     for k, v in enumerate(vs):
         w = v.reshape(-1).to(torch.float64)
-        weight += float((w.abs() * problem.f_size(k)).sum())
-        absolute += float(w.abs().sum())
+        aw = w.abs()
+        weight += float(aw @ problem.f_size(k))
+        absolute += float(aw.sum())
         if banded is not None:
             if banded.analytic is not None:
                 terms = w[banded.rows] * banded.analytic
+                total = _zeros(n) if total is None else total
+                size = _zeros(n) if size is None else size
                 total.index_add_(0, banded.cols, terms)
                 size.index_add_(0, banded.cols, terms.abs())
             continue
@@ -129,15 +132,24 @@ def _together(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Te
             return False  # rows not built: nothing to compare with
         block = analytic[j, k]
         if block is not None and block.numel():
-            total += w @ block
-            size += w.abs() @ block.abs()
-    got = torch.zeros(n, dtype=torch.float64) if first is None else first.detach().reshape(-1).to(torch.float64)
+            part, part_size = w @ block, aw @ block.abs()
+            total = part if total is None else total.add_(part)
+            size = part_size if size is None else size.add_(part_size)
+    total = _zeros(n) if total is None else total
+    size = _zeros(n) if size is None else size
+    got = _zeros(n) if first is None else first.detach().reshape(-1).to(torch.float64)
     x = problem.inputs[j].detach().reshape(-1)
     eps = torch.finfo(x.dtype).eps
     resolution = ROUNDING_ULPS * eps ** (2 / 3) * weight / x.abs().to(torch.float64).clamp_min(1.0)
-    allowed = STRUCTURE_ULPS * eps * (size + got.abs()) + tol.rtol * size + tol.atol * absolute + resolution
-    agree = (got - total).abs() <= allowed
-    return bool((agree | ~torch.isfinite(x)).all())  # held elements are not checked
+    allowed = (size + got.abs()).mul_(STRUCTURE_ULPS * eps).add_(tol.rtol * size).add_(tol.atol * absolute)
+    agree = (got - total).abs_() <= allowed.add_(resolution)
+    return bool(agree.all()) or bool((agree | ~torch.isfinite(x)).all())  # held elements are not checked
+
+
+def _zeros(n: int) -> torch.Tensor:
+    import torch
+
+    return torch.zeros(n, dtype=torch.float64)
 
 
 def _scale(problem: Problem, j: int, k: int, cols: torch.Tensor) -> torch.Tensor:
