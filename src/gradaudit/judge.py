@@ -95,8 +95,8 @@ def judge(observed: torch.Tensor | float, reference: torch.Tensor | float, tol: 
     import torch
 
     limit = UNINFORMATIVE.get(precision, UNINFORMATIVE["float64"])
-    one = isinstance(observed, float) or isinstance(reference, float) or (
-        observed.dim() == 0 and reference.dim() == 0)
+    one = ((isinstance(observed, float) or observed.dim() == 0)
+           and (isinstance(reference, float) or reference.dim() == 0))
     if one and tol.default and slopes is None:
         passed = _scalar_pass(float(observed), float(reference), tol, float(observed_bound), float(reference_bound),
                               0.0 if scale is None else float(scale), limit)
