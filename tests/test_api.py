@@ -444,3 +444,60 @@ def test_a_check_keeps_nothing_of_the_function_alive(mode):
     del fn, held
     gc.collect()
     assert alive() is None and res.ok  # the result holds no reference to the closure either
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_a_backward_that_writes_to_its_grad_output_is_judged_by_what_it_returns(mode):
+    """d(x.clone())/dx = 1, but this backward returns 2g, doubling grad_output in place: the output
+    weights gradaudit hands it must be copies, or the numeric side would be doubled with them."""
+
+    class Twice(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.mul_(2)
+
+    for x in (leaf(5), torch.tensor(0.7, dtype=F64, requires_grad=True)):
+        res = ga.check(Twice.apply, (x,), mode=mode)
+        assert res.verdict == "fail", res
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_state_a_forward_leaves_for_its_backward_is_fresh_at_every_backward(mode):
+    """Per-sample-gradient hooks (as Opacus writes them) store the layer's input in a forward hook and
+    read it in the backward hook; a Function may keep its input outside ctx. Each batch of backward
+    passes gets its own forward right before it, as in a training step, so evaluations at other points
+    in between never change what a backward reads. Both functions are correct: they pass."""
+    lin = torch.nn.Linear(3, 2).double()
+    stored = []
+    lin.register_forward_hook(lambda m, i, o: stored.append(i[0].detach()))
+
+    def per_sample(m, grad_in, grad_out):
+        m.weight.grad_sample = torch.outer(grad_out[0], stored.pop())
+
+    lin.register_full_backward_hook(per_sample)
+    x = leaf(3)
+    res = ga.check(lambda x: (lin(x), lin(x).tanh()), (x,), mode=mode)
+    assert res.ok, res
+
+    class KeptOutside(torch.autograd.Function):
+        last = None
+
+        @staticmethod
+        def forward(ctx, x):
+            KeptOutside.last = x.detach().clone()
+            return x ** 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return 2 * KeptOutside.last * g
+
+    def two(x):
+        y = KeptOutside.apply(x)
+        return y, y.sum()
+
+    res = ga.check(two, (leaf(4),), mode=mode)
+    assert res.ok, res

@@ -393,3 +393,44 @@ def test_a_missed_dependence_is_found_where_a_held_element_shares_its_group():
     res = ga.check(Leak.apply, (x,), mode="full")
     assert res.verdict == "fail" and "sparse" in res.info["structure"]
     assert {(c.element, c.output_element) for c in res.mismatches} == {((b + 1, 0), (b,)) for b in range(0, 8, 2)}
+
+
+def test_inputs_in_any_pytree_container_are_checked():
+    import collections
+
+    x, w = leaf(3, seed=1), leaf(2, seed=2)
+    res = ga.check(lambda a, d: a.sin() * d[0].sum(), (x, collections.deque([w])))
+    assert res.ok, res
+    assert [r.input for r in res.records] == ["a", "d[0]"]
+
+
+def test_functions_are_named_by_what_they_are():
+    import functools
+
+    import torch.nn.functional as F
+
+    # boolean_dispatch builds max_pool1d/2d/3d and adaptive_max_pool* from one code object and qualname
+    x = leaf(1, 1, 4, 4)
+    assert ga.check(F.max_pool2d, (x, 2)).name == "torch.nn.functional.max_pool2d"
+    assert ga.check(F.adaptive_max_pool1d, (leaf(1, 1, 4), 2)).name == "torch.nn.functional.adaptive_max_pool1d"
+
+    def deco(f):
+        @functools.wraps(f)
+        def wrapper(*args):
+            return f(*args)
+        return wrapper
+
+    @deco
+    def square(x):
+        return x * x
+
+    @deco
+    def cube(x):
+        return x * x * x
+
+    from gradaudit.naming import describe
+
+    assert "def square(x):" in describe(square).source and "def cube(x):" in describe(cube).source
+    assert describe(square).where != describe(cube).where  # the functions' own lines, not the wrapper's
+    # an unbound Tensor method's docstring leaves out self: nothing is read from it
+    assert [r.input for r in ga.check(torch.Tensor.sum, (leaf(3),)).records] == ["input0"]

@@ -126,12 +126,11 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
     if not args:
         raise SpecError("inputs must be a tensor or a tuple of arguments holding at least one tensor with "
                         "requires_grad=True, e.g. (x,) or (x, 0).", field="inputs")
-    flat = any(isinstance(a, (list, tuple, dict)) for a in args)
-    if flat:
+    if all(torch.is_tensor(a) or isinstance(a, _PLAIN) for a in args):
+        flat, xs = False, list(args)  # the arguments are the leaves (pytree's walk costs more than the rest)
+    else:  # containers (also a deque, or a node the user registered with pytree): the function gets them rebuilt
         paths, spec = tree_flatten_with_path(args)
-        xs = [leaf for _, leaf in paths]
-    else:  # the arguments are the leaves (pytree's walk costs more than the rest of this function)
-        xs = list(args)
+        xs, flat = [leaf for _, leaf in paths], True
     for x in xs:
         if torch.is_tensor(x) and x.layout != torch.strided:
             raise SpecError(f"a {x.layout} input is not supported: gradaudit perturbs dense tensors element by "
@@ -191,6 +190,9 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
     return problem
 
 
+_PLAIN = (int, float, bool, complex, str, bytes, type(None))  # arguments that are never pytree containers
+
+
 def _evidence_copy(x: Any, *, float64: bool = True) -> Any:
     """A private copy of one input: float64 (complex128) for evidence, a complex input as its real view;
     non-tensors as they are."""
@@ -209,7 +211,7 @@ def _evidence_copy(x: Any, *, float64: bool = True) -> Any:
 
 
 def _first_calls(problem: Problem) -> None:
-    """The first forward (its graph kept for the backwards at the point), then a second at the same point: the
+    """The first forward (its graph kept for the first backward), then a second at the same point: the
     outputs must be tensors, the same both times (deterministic), and the inputs unchanged (not in place)."""
     import torch
 
@@ -223,7 +225,7 @@ def _first_calls(problem: Problem) -> None:
         _outputs(outs)  # says what the function returned instead of floating-point tensors
     outs = problem.select(outs)
     problem.outputs = _outputs(outs)
-    problem.point = (leaves, outs)  # the backwards at the point (vᵀJ, autograd's rows) go through this graph
+    problem.point = (leaves, outs)  # its graph: the first backward (vᵀJ, twice) goes through it
     if left_out:
         problem.notes.append("left out of the check (as gradcheck does): " + "; ".join(left_out))
     for name, x, before in zip(problem.names, problem.inputs, pristine):
@@ -338,8 +340,8 @@ def _documented_parameters(fn: Callable[..., Any]) -> list[str]:
 
     doc = getattr(fn, "__doc__", None)
     name = getattr(fn, "__name__", None)
-    if not isinstance(doc, str) or not isinstance(name, str):
-        return []
+    if not isinstance(doc, str) or not isinstance(name, str) or hasattr(fn, "__objclass__"):
+        return []  # an unbound method (torch.Tensor.sum): its docstring leaves out self
     first = doc.strip().split("\n", 1)[0]
     found = re.match(rf"{re.escape(name)}\((.*)\)", first)
     if found is None:
@@ -511,7 +513,6 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                 f.extra += confirmed[j].extra  # the projection disagrees though no single entry does
     else:
         found = directional(problem, _generator(seed, "directional"), tol, info, vs=vs, grads=grads)
-    problem.point = None  # no more backwards at the point: the first forward's graph goes
     for pos, j in enumerate(problem.diff):
         _say_held(problem, found[j], grads[pos])
     records, findings = [], []
@@ -569,7 +570,10 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
     backward through the same graph must agree (nondet_tol aside). Returns vᵀJ and the comparisons."""
     import torch
 
-    xs, outs = problem.at_point()  # the first forward's graph, kept for the backwards at the point after these
+    if problem.point is not None:
+        (xs, outs), problem.point = problem.point, None  # the first forward's graph, released after these two
+    else:
+        xs, outs = problem.forward_with_graph()
     cot = [v.to(o.dtype) for v, o in zip(vs, outs)]
     wrt = [xs[i] for i in problem.diff]
     differentiable = [(o, c) for o, c in zip(outs, cot) if o.requires_grad]
@@ -577,7 +581,7 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
         return tuple(None for _ in wrt), {}
     o_list, c_list = [o for o, _ in differentiable], [c for _, c in differentiable]
     first = grad(o_list, wrt, c_list, allow_unused=True, retain_graph=True)
-    second = grad(o_list, wrt, c_list, allow_unused=True, retain_graph=True)
+    second = grad(o_list, wrt, c_list, allow_unused=True)
     ntol = resolve("nondeterminism", "float64", nondet_tol)
     found: dict[int, list[Comparison]] = {}
     for pos, j in enumerate(problem.diff):

@@ -138,20 +138,22 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
 
     def phi_for(j: int, u: torch.Tensor, weights: list[torch.Tensor] | None = None,
                 memo: dict[tuple[float, ...], list[torch.Tensor]] | None = None) -> Batched:
-        """phi(t) = sum_k v_k . f_k(x + t u) for the weights (default: vs). With *memo* (one per direction
-        u), the outputs at each set of steps are evaluated once and reused by every choice of weights."""
+        """phi(t) = sum_k v_k . f_k(x + t u) for the weights (default: vs). With *memo* (one per input and
+        direction u), the outputs at the first set of steps asked for (the quick stage's) are kept and
+        reused by every choice of weights; one batch of outputs, no more, is held."""
         x = problem.inputs[j].detach()
         ws = vs if weights is None else weights
-        memo = {} if memo is None else memo
 
         def phi_many(ts: list[float]) -> tuple[list[float], float]:
-            outs = memo.get(tuple(ts))
+            outs = None if memo is None else memo.get(tuple(ts))
             if outs is None:
                 evals[0] += len(ts)
                 t = torch.tensor(ts, dtype=torch.float64).reshape(-1, *([1] * x.dim()))
                 with torch.no_grad():
                     got = batched_outputs(problem, j, (x + t * u).to(x.dtype), info)
-                outs = memo[tuple(ts)] = [o.to(torch.float64).reshape(len(ts), -1) for o in got]
+                outs = [o.to(torch.float64).reshape(len(ts), -1) for o in got]
+                if memo is not None and not memo:
+                    memo[tuple(ts)] = outs
             terms = [o * v.reshape(1, -1) for o, v in zip(outs, ws)]
             total = torch.stack([term.sum(1) for term in terms]).sum(0)
             size = float(torch.stack([term.square().sum(1) for term in terms]).sum(0).max()) ** 0.5
@@ -162,15 +164,13 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
 
     def output_alone(k: int) -> tuple[torch.Tensor | None, ...] | None:
         """vₖᵀJₖ for every checked input, output k alone receiving a gradient (None: k does not require
-        grad): one forward with its graph serves every output and input."""
+        grad): a forward and one backward per output, for all inputs at once."""
         from .evaluate import grad
 
-        if not alone:
-            xs, outs = problem.at_point()
-            wrt = [xs[i] for i in problem.diff]
-            for kk, o in enumerate(outs):
-                alone[kk] = (grad([o], wrt, [vs[kk]], allow_unused=True, retain_graph=True)
-                             if o.requires_grad else None)
+        if k not in alone:
+            xs, outs = problem.forward_with_graph()
+            alone[k] = (grad([outs[k]], [xs[i] for i in problem.diff], [vs[k]], allow_unused=True)
+                        if outs[k].requires_grad else None)
         return alone[k]
 
     found: dict[int, Findings] = {}
@@ -192,7 +192,7 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         u = u / max(float(u.norm()), 1e-300) * sizes
         scale = 1.0
         analytic = 0.0 if g is None else float((g * u).sum())
-        memo: dict[tuple[float, ...], list[torch.Tensor]] = {}
+        memo: dict[tuple[float, ...], list[torch.Tensor]] | None = {} if len(problem.outputs) > 1 else None
         out = judge_along(phi_for(j, u, memo=memo), analytic, _projected(tol, u, vs), scale=scale,
                           **_rounding(g, u, x_seen), precision=str(x.dtype).removeprefix("torch."))
         comparisons.append({"input": problem.names[j], "autograd": analytic,
@@ -201,9 +201,10 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
                             "reason": J.reason_text(out["reason"], analytic, out["numeric"], out.get("slopes"))})
         f.total = x.numel() - (0 if f.held is None else len(f.held))
         if out["verdict"] == J.PASS:
-            if len(problem.outputs) > 1:  # each output alone: a backward may mishandle one output's gradient
+            if memo is not None:  # each output alone: a backward may mishandle one output's gradient
                 _per_output(problem, pos, u, vs, phi_for, memo, output_alone, tol, f)
             continue
+        memo = None  # the kept evaluations go before any bisection
         if g is None and out["verdict"] == J.FAIL:
             f.extra.append(_projection(f, out, "none-gradient",
                                        f"'{problem.names[j]}' requires grad but autograd gives None, while the "
@@ -214,7 +215,6 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
             continue
         _bisect(problem, j, g, u, phi_for, scale, tol, vs, f, out)
     info["evaluations"] = info.get("evaluations", 0) + evals[0]
-    problem.point = None  # the graph's memory goes back
     return found
 
 

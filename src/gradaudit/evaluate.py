@@ -56,7 +56,7 @@ class Problem:
     rng_seed: int = 0
     rng_devices: tuple[int, ...] = ()  # CUDA devices whose generators are fixed too
     keep: list[int] | None = None  # the (flattened) outputs that are checked; None: all of them
-    point: tuple[list[Any], list[torch.Tensor]] | None = None  # leaves and outputs of a forward kept for backwards
+    point: tuple[list[Any], list[torch.Tensor]] | None = None  # leaves and outputs of the first forward (its graph)
 
     def call(self, *xs: torch.Tensor) -> list[torch.Tensor]:
         """The function's outputs as a list; its exceptions become EvaluationError('function').
@@ -93,17 +93,16 @@ class Problem:
         return [x.detach().requires_grad_(i in self.diff) if torch.is_tensor(x) else x
                 for i, x in enumerate(self.inputs)]
 
-    def at_point(self) -> tuple[list[Any], list[torch.Tensor]]:
-        """Leaves at the inputs and the outputs of one forward there, with its graph: every backward at the
-        point (autograd's rows of each output, each output alone) shares it, with retain_graph=True, until
-        the check sets ``point`` to None."""
+    def forward_with_graph(self) -> tuple[list[Any], list[torch.Tensor]]:
+        """Leaves at the inputs and the outputs of a fresh forward there, with its graph. Every batch of
+        backward passes gets its own forward right before it, as in a training step: a backward may read
+        state its forward left outside autograd (a hook's stored activations), which evaluations at other
+        points overwrite."""
         import torch
 
-        if self.point is None:
-            xs = self.leaves()
-            with torch.enable_grad():
-                self.point = (xs, self.call(*xs))
-        return self.point
+        xs = self.leaves()
+        with torch.enable_grad():
+            return xs, self.call(*xs)
 
     def with_input(self, j: int, value: torch.Tensor) -> list[torch.Tensor]:
         xs = list(self.inputs)
@@ -183,7 +182,8 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, **kwargs: Any) -> 
             outs = [outputs] if torch.is_tensor(outputs) else list(outputs)
             gos = [grad_outputs] if torch.is_tensor(grad_outputs) else list(grad_outputs)
             wrt = [inputs] if torch.is_tensor(inputs) else list(inputs)
-            pairs = [(o, g.to(o.dtype)) for o, g in zip(outs, gos) if o.requires_grad]
+            # a copy each time: a backward that writes to its grad_output must not change the caller's weights
+            pairs = [(o, g.to(o.dtype, copy=True)) for o, g in zip(outs, gos) if o.requires_grad]
             engine = _engine()
             if engine is not None and pairs and set(kwargs) <= _ENGINE_KWARGS and all(
                     type(t) is torch.Tensor and t.shape == g.shape for t, g in pairs) and all(
@@ -506,7 +506,7 @@ def analytic_rows(problem: Problem, k: int, weights: torch.Tensor, info: Info) -
 
     out_shape = problem.outputs[k].shape
     cot = weights.reshape(weights.shape[0], *out_shape).to(problem.outputs[k].dtype)
-    xs, outs = problem.at_point()
+    xs, outs = problem.forward_with_graph()
     out = outs[k]
     wrt = [xs[i] for i in problem.diff]
     if not out.requires_grad:

@@ -86,7 +86,6 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         derived = True
     else:
         analytic = _analytic(problem, gen, info)
-    problem.point = None  # every backward at the point is done: the graph's memory goes back
     for pos, j in enumerate(problem.diff):
         suspect = _quick(problem, j, analytic, banded, tol, found[j], info)
         if (not derived and not _together(problem, j, analytic, banded, first[pos], vs, tol) and confirm(j)
@@ -118,7 +117,7 @@ def _together(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Te
     for k, v in enumerate(vs):
         w = v.reshape(-1).to(torch.float64)
         aw = w.abs()
-        weight += float(aw @ problem.f_size(k))
+        weight += float((aw * problem.f_size(k)).sum())
         absolute += float(aw.sum())
         if banded is not None:
             if banded.analytic is not None:

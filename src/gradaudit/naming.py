@@ -34,7 +34,7 @@ class Described:
 _DESCRIBED: weakref.WeakKeyDictionary[Any, Described] = weakref.WeakKeyDictionary()
 
 
-_BY_CODE: dict[tuple[Any, str, str], Described] = {}
+_BY_CODE: dict[tuple[Any, str, str, str], Described] = {}
 BY_CODE_MAX = 4096  # distinct definitions remembered (a code object holds no user data, only the program's)
 
 
@@ -42,8 +42,12 @@ def describe(fn: Any) -> Described:
     """How to name *fn* in reports and re-run lines, worked out once per definition: a plain function
     by its code object (every closure a loop makes from one lambda shares it), anything else per
     object, held weakly. A closure and what it captures are never kept alive by gradaudit."""
-    if type(fn) is types.FunctionType:
-        key = (fn.__code__, fn.__module__, fn.__qualname__)
+    module = getattr(fn, "__module__", None) or ""
+    if (type(fn) is types.FunctionType and not hasattr(fn, "__wrapped__")
+            and module != "torch" and not module.startswith("torch.")):
+        # torch's own (boolean_dispatch makes max_pool1d/2d/3d from one code object) and decorated functions
+        # (a decorator's wrapper is one code object for all it wraps) are named per object below
+        key = (fn.__code__, module, fn.__qualname__, fn.__name__)
         known = _BY_CODE.get(key)
         if known is None:
             if len(_BY_CODE) >= BY_CODE_MAX:
@@ -115,6 +119,7 @@ def _where(obj: Any) -> str | None:
     """file:line of *obj*'s definition (a function's from its code object, without reading the file)."""
     import os
 
+    obj = inspect.unwrap(obj) if callable(obj) else obj  # a decorated function: where the function itself is
     code = getattr(obj, "__code__", None)
     if code is not None:
         path = code.co_filename
@@ -138,8 +143,9 @@ def _source(obj: Any) -> str:
     """The source text of *obj*, or its name. Read once per code object (every closure made by one
     definition shares it, and a code object holds no user data) or per class."""
     try:
-        return _source_cached(getattr(obj, "__code__", obj))
-    except (OSError, TypeError):
+        inner = inspect.unwrap(obj) if callable(obj) else obj  # a decorated function: the function's own source
+        return _source_cached(getattr(inner, "__code__", inner))
+    except (OSError, TypeError, ValueError):
         return getattr(obj, "__qualname__", repr(obj))
 
 
