@@ -434,3 +434,38 @@ def test_functions_are_named_by_what_they_are():
     assert describe(square).where != describe(cube).where  # the functions' own lines, not the wrapper's
     # an unbound Tensor method's docstring leaves out self: nothing is read from it
     assert [r.input for r in ga.check(torch.Tensor.sum, (leaf(3),)).records] == ["input0"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_functions_that_differentiate_inside_are_evaluated_with_gradients_on(mode):
+    """A force from an energy, -dE/dx by torch.autograd.grad inside the function, fails with gradients
+    off; gradcheck evaluates with them on, and so does gradaudit then (and says so). d/dx of
+    dE/dx = d/dx 2 sin(x) cos(x) = 2 cos(2x): autograd's double backward is right, so it passes; a
+    Function whose backward cuts its own dependence on x (2 x.detach() g) has a second derivative of 0
+    by autograd against 2 numerically, so the force built on it fails."""
+
+    def force(x):
+        energy = (x.sin() ** 2).sum()
+        return torch.autograd.grad(energy, x, create_graph=True)[0]
+
+    x = leaf(40, seed=3)  # more than one batch: vmap cannot run autograd inside, the loop does
+    res = ga.check(force, (x,), mode=mode)
+    assert res.ok, res
+    assert any("gradients on" in n for n in res.info["notes"])
+
+    class SquareCut(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x.detach() * g
+
+    def cut_force(x):
+        return torch.autograd.grad(SquareCut.apply(x).sum(), x, create_graph=True)[0]
+
+    assert ga.check(cut_force, (leaf(5, seed=4),), mode=mode).verdict == "fail"
+    assert not torch.autograd.gradcheck(cut_force, (leaf(5, seed=4),), raise_exception=False)

@@ -235,7 +235,20 @@ def _first_calls(problem: Problem) -> None:
                 "no_grad), so every evaluation sees a different point and its gradient there is not defined. "
                 f"Work on a copy inside the function ({name} = {name}.clone()); the caller's tensor is untouched"))
     with torch.no_grad():
-        again = _outputs(problem.call(*problem.inputs))
+        try:
+            again = _outputs(problem.call(*problem.inputs))
+        except EvaluationError as exc:  # with gradients off the function fails: perhaps it differentiates inside
+            if problem.needs_grad:
+                raise
+            problem.needs_grad = True
+            try:
+                again = _outputs(problem.call(*problem.inputs))
+            except EvaluationError:
+                problem.needs_grad = False
+                raise exc from None
+            problem.notes.append(f"the function fails with gradients off ({type(exc.original).__name__}: "
+                                 f"{str(exc.original).splitlines()[0][:120] if str(exc.original) else ''}): every "
+                                 "evaluation ran with gradients on and fresh leaves, as gradcheck's do")
     for k, (a, b) in enumerate(zip(problem.outputs, again)):
         if _same(a, b):
             continue

@@ -57,13 +57,28 @@ class Problem:
     rng_devices: tuple[int, ...] = ()  # CUDA devices whose generators are fixed too
     keep: list[int] | None = None  # the (flattened) outputs that are checked; None: all of them
     point: tuple[list[Any], list[torch.Tensor]] | None = None  # leaves and outputs of the first forward (its graph)
+    needs_grad: bool = False  # differentiates inside (fails with gradients off): evaluated with them on
 
     def call(self, *xs: torch.Tensor) -> list[torch.Tensor]:
         """The function's outputs as a list; its exceptions become EvaluationError('function').
 
         Every call starts from the same random state (torch's generators seeded with ``rng_seed``,
-        the caller's state restored after), until the first call shows the function draws nothing."""
+        the caller's state restored after), until the first call shows the function draws nothing.
+        For a function that differentiates inside (``needs_grad``), an evaluation runs with gradients
+        on and its checked inputs as fresh leaves, as gradcheck evaluates, and gives detached outputs."""
         expired()
+        if self.needs_grad:
+            import torch
+
+            fresh = [x.detach().requires_grad_(True) if i in self.diff and torch.is_tensor(x) and not x.requires_grad
+                     and x.is_floating_point() else x for i, x in enumerate(xs)]
+            if any(a is not b for a, b in zip(fresh, xs)):  # an evaluation, not a forward whose graph is wanted
+                with torch.enable_grad():
+                    outs = self._call(*fresh)
+                return [o.detach() if torch.is_tensor(o) else o for o in outs]
+        return self._call(*xs)
+
+    def _call(self, *xs: torch.Tensor) -> list[torch.Tensor]:
         try:
             if self.random is False:
                 out = self.fn(*xs)
