@@ -505,8 +505,10 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
 
     gen = _generator(seed, "weights")
     # random, non-unit output weights of either sign, |v| in [0.5, 1.5): a backward must use grad_output
-    vs = [(lambda s: s.sign() * (0.5 + s.abs()))(2 * torch.rand(o.shape, generator=gen, dtype=torch.float64) - 1)
-          for o in problem.outputs]
+    vs = []
+    for o in problem.outputs:
+        s = torch.rand(o.shape, generator=gen, dtype=torch.float64).mul_(2).sub_(1)
+        vs.append(s.sign().mul_(s.abs_().add_(0.5)))
     grads, extra = _metadata(problem, vs, nondet_tol)
     if mode == "full":
         confirmed: dict[int, Findings] = {}

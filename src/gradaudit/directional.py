@@ -115,7 +115,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                              slopes=pair, precision=precision)
             result["slopes"] = (float(pair[0]), float(pair[1]))
             result["evaluations"] += 3
-    result.update(verdict=int(judged.verdict), reason=int(judged.reason), allowed=float(judged.allowed),
+    result.update(verdict=int(judged.verdict), reason=int(judged.reason), allowed=judged.first_allowed(),
                   judged=judged, observed=analytic)
     return result
 
@@ -142,7 +142,8 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         direction u), the outputs at the first set of steps asked for (the quick stage's) are kept and
         reused by every choice of weights; one batch of outputs, no more, is held."""
         x = problem.inputs[j].detach()
-        ws = vs if weights is None else weights
+        ws = [v.reshape(-1) for v in (vs if weights is None else weights)]
+        squares = [v.square() for v in ws]
 
         def phi_many(ts: list[float]) -> tuple[list[float], float]:
             outs = None if memo is None else memo.get(tuple(ts))
@@ -154,10 +155,11 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
                 outs = [o.to(torch.float64).reshape(len(ts), -1) for o in got]
                 if memo is not None and not memo:
                     memo[tuple(ts)] = outs
-            terms = [o * v.reshape(1, -1) for o, v in zip(outs, ws)]
-            total = torch.stack([term.sum(1) for term in terms]).sum(0)
-            size = float(torch.stack([term.square().sum(1) for term in terms]).sum(0).max()) ** 0.5
-            return total.tolist(), size
+            # vᵀf at each step, and the 2-norm of its terms: the sums over each output's elements
+            total, size2 = outs[0] @ ws[0], outs[0].square() @ squares[0]
+            for o, v, v2 in zip(outs[1:], ws[1:], squares[1:]):
+                total, size2 = total + o @ v, size2 + o.square() @ v2
+            return total.tolist(), float(size2.max()) ** 0.5
         return phi_many
 
     alone: dict[int, tuple[torch.Tensor | None, ...] | None] = {}
@@ -185,16 +187,17 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         given = grads[pos]
         g = None if given is None else given.to(torch.float64)
         if f.held is None:
-            x_seen, sizes = x, x.abs().to(torch.float64).clamp_min(1.0)  # every element finite: _sizes(x)
+            x_seen, sizes = x, x.abs().to(torch.float64).clamp_min_(1.0)  # every element finite: _sizes(x)
         else:  # non-finite elements stay where they are, and their gradient is not judged
             g, x_seen = _without_held(g, x)
             u, sizes = u.masked_fill(~torch.isfinite(x), 0.0), _sizes(x)
-        u = u / max(float(u.norm()), 1e-300) * sizes
+        u = sizes.mul_(u).div_(max(float(torch.linalg.vector_norm(u)), 1e-300))
         scale = 1.0
-        analytic = 0.0 if g is None else float((g * u).sum())
+        gu = None if g is None else g * u
+        analytic = 0.0 if gu is None else float(gu.sum())
         memo: dict[tuple[float, ...], list[torch.Tensor]] | None = {} if len(problem.outputs) > 1 else None
         out = judge_along(phi_for(j, u, memo=memo), analytic, _projected(tol, u, vs), scale=scale,
-                          **_rounding(g, u, x_seen), precision=str(x.dtype).removeprefix("torch."))
+                          **_rounding(g, u, x_seen, gu), precision=str(x.dtype).removeprefix("torch."))
         comparisons.append({"input": problem.names[j], "autograd": analytic,
                             **{k: v for k, v in out.items() if k not in ("judged", "observed", "verdict", "reason")},
                             "verdict": J.NAMES[out["verdict"]],
@@ -272,12 +275,16 @@ def _sizes(x: torch.Tensor) -> torch.Tensor:
     return x.detach().abs().to(torch.float64).nan_to_num(nan=1.0, posinf=1.0).clamp_min(1.0)
 
 
-def _rounding(g: torch.Tensor | None, u: torch.Tensor, x: torch.Tensor) -> dict[str, float]:
-    """The typical rounding the moved inputs add to phi, and a bound on the rounding of g . u."""
+def _rounding(g: torch.Tensor | None, u: torch.Tensor, x: torch.Tensor, gu: torch.Tensor | None = None
+              ) -> dict[str, float]:
+    """The typical rounding the moved inputs add to phi, and a bound on the rounding of g . u (*gu*: g * u,
+    when the caller has it)."""
     if g is None:
         return {"perturbation": 0.0, "dot_rounding": 0.0}
-    perturbation = EPS64 * float((g * x.to(g.dtype)).norm())
-    dot = 4 * EPS64 * float((g * u).abs().sum()) * math.sqrt(max(u.numel(), 1))
+    import torch
+
+    perturbation = EPS64 * float(torch.linalg.vector_norm(g * x.to(g.dtype)))
+    dot = 4 * EPS64 * float((g * u if gu is None else gu).abs().sum()) * math.sqrt(max(u.numel(), 1))
     return {"perturbation": perturbation, "dot_rounding": dot}
 
 

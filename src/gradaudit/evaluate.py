@@ -17,6 +17,7 @@ Exceptions raised by the user's function or backward come out as :class:`Evaluat
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -52,6 +53,7 @@ class Problem:
     _noise: list[torch.Tensor] | None = None
     _f_scale: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     _f_size: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
+    _x_size: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     random: bool | None = None  # draws random numbers (found on the first call): evaluated from one fixed state
     rng_seed: int = 0
     rng_devices: tuple[int, ...] = ()  # CUDA devices whose generators are fixed too
@@ -92,6 +94,10 @@ class Problem:
             raise
         except Exception as exc:
             raise EvaluationError("the function", exc) from exc
+        import torch
+
+        if self.keep == [0] and torch.is_tensor(out) and not out.is_complex():  # one real tensor: as it is
+            return [out]
         return self.select(_flat_outputs(out))
 
     def select(self, outs: list[Any]) -> list[Any]:
@@ -142,6 +148,19 @@ class Problem:
             cached = self._f_size[k] = (out, self.f_scale(k).clamp_min(1.0))
         return cached[1]
 
+    def x_size(self, j: int) -> torch.Tensor:
+        """max(1, |x|) of input j, flat, float64 (NaN where x is NaN): the size an entry's column is
+        measured against (computed once per input tensor; callers do not write to it)."""
+        import torch
+
+        x = self.inputs[j]
+        cached = self._x_size.get(j)
+        if cached is None or cached[0] is not x:
+            size = x.detach().abs().reshape(-1)
+            size = size.to(torch.float64) if size.dtype != torch.float64 else size
+            cached = self._x_size[j] = (x, size.clamp_min_(1.0))
+        return cached[1]
+
     def noise(self, k: int) -> torch.Tensor:
         """The rounding of one evaluation of output k, per element (flat, float64): measured once, see
         :func:`measure_noise`."""
@@ -175,13 +194,19 @@ def _rng_states(devices: tuple[int, ...]) -> list[torch.Tensor]:
     return [torch.random.default_generator.get_state()] + [torch.cuda.get_rng_state(d) for d in devices]
 
 
+_ENGINE: list[Callable[..., Any] | None] = []
+
+
 def _engine() -> Callable[..., Any] | None:
     """autograd's engine entry, as torch.autograd.grad calls it (imported at first use: no torch before)."""
-    try:
-        from torch.autograd.graph import _engine_run_backward
-    except ImportError:  # another torch: torch.autograd.grad with the sum in grad()
-        return None
-    return _engine_run_backward  # type: ignore[no-any-return]
+    if not _ENGINE:
+        try:
+            from torch.autograd.graph import _engine_run_backward
+        except ImportError:  # another torch: torch.autograd.grad with the sum in grad()
+            _ENGINE.append(None)
+        else:
+            _ENGINE.append(_engine_run_backward)
+    return _ENGINE[0]
 
 
 _ENGINE_KWARGS = {"allow_unused", "retain_graph", "create_graph"}
@@ -295,7 +320,10 @@ def _bytes_per_call(problem: Problem) -> int:
 def _loop(problem: Problem, j: int, batch: torch.Tensor) -> list[torch.Tensor]:
     import torch
 
-    rows = [problem.call(*problem.with_input(j, b.clone())) for b in batch]  # independent tensors, never views
+    xs, call, rows = list(problem.inputs), problem.call, []
+    for b in batch:
+        xs[j] = b.clone()  # independent tensors, never views of the batch
+        rows.append(call(*xs))
     return [torch.stack([r[k] for r in rows]) for k in range(len(problem.outputs))]
 
 
@@ -372,8 +400,9 @@ def steps(x: torch.Tensor, base: float | None = None) -> torch.Tensor:
         base = torch.finfo(x.dtype).eps ** (1 / 3)
     # a non-finite element (a masked -inf) is held at its value: a finite step leaves it where it is,
     # so its column measures that the function does not move, instead of inf - inf = NaN
-    h = base * x.detach().abs().nan_to_num(nan=1.0, posinf=1.0).clamp_min(1.0)
-    taken = (x.detach() + h) - x.detach()
+    x = x.detach()
+    h = x.abs().nan_to_num_(nan=1.0, posinf=1.0).clamp_min_(1.0).mul_(base)
+    taken = (x + h).sub_(x)
     return torch.where(taken > 0, taken, h)
 
 
@@ -384,6 +413,8 @@ def held(x: torch.Tensor) -> torch.Tensor | None:
     import torch
 
     if not x.is_floating_point():
+        return None
+    if math.isfinite(float(x.detach().sum())):  # every element finite (a sum that overflows looks closer)
         return None
     finite = torch.isfinite(x.detach().reshape(-1))
     return None if bool(finite.all()) else (~finite).nonzero().flatten()
@@ -397,13 +428,15 @@ def numeric_columns(problem: Problem, j: int, directions: torch.Tensor, h: torch
 
     x = problem.inputs[j].detach()
     n = directions.shape[0]
-    d = directions.reshape(n, *x.shape).to(x.dtype)
-    hs = torch.as_tensor(h, dtype=x.dtype).reshape(-1, *([1] * x.dim()))
+    d = directions.reshape(n, *x.shape)
+    d = d if d.dtype == x.dtype else d.to(x.dtype)
+    step = torch.as_tensor(h, dtype=x.dtype).reshape(-1, *([1] * x.dim())) * d
     with torch.no_grad():
-        outs = batched_outputs(problem, j, torch.cat([x + hs * d, x - hs * d]), info)
+        outs = batched_outputs(problem, j, torch.cat([x + step, x - step]), info)
     scale = (2 * torch.as_tensor(h, dtype=torch.float64)).reshape(-1, 1)
     info["evaluations"] = info.get("evaluations", 0) + 2 * n
-    return [(o[:n] - o[n:]).reshape(n, -1).to(torch.float64) / scale for o in outs]
+    return [(o[:n] - o[n:]).reshape(n, -1).to(torch.float64).div_(scale) if o.dtype != torch.float64
+            else torch.sub(o[:n], o[n:]).reshape(n, -1).div_(scale) for o in outs]
 
 
 def unit_rows(x: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
@@ -547,10 +580,20 @@ def analytic_rows(problem: Problem, k: int, weights: torch.Tensor, info: Info) -
                     for g, u in zip(got, used)]
     info.setdefault("analytic", "autograd.grad per row")
     per_input: list[list[torch.Tensor | None]] = [[] for _ in wrt]
+    engine = _engine()
+    direct = engine is not None and type(out) is torch.Tensor and all(type(t) is torch.Tensor for t in wrt)
     for b in range(rows):
-        got = grad(out, wrt, cot[b], retain_graph=True, allow_unused=True)
+        if direct:  # grad()'s engine call without its per-call checks, made once here; a copy of each row
+            try:
+                got = engine((out,), (cot[b].clone(),), True, False, tuple(wrt), True,  # type: ignore[misc]
+                             accumulate_grad=False)
+            except Exception as exc:
+                raise EvaluationError("the backward", exc) from exc
+        else:
+            got = grad(out, wrt, cot[b], retain_graph=True, allow_unused=True)
         for i, g in enumerate(got):
-            per_input[i].append(None if g is None else g.reshape(-1).to(torch.float64))
+            per_input[i].append(None if g is None else g.reshape(-1) if g.dtype == torch.float64
+                                else g.reshape(-1).to(torch.float64))
     if k not in problem.used and rows:  # autograd gives None where its graph does not reach, whatever the row
         problem.used[k] = [any(g is not None for g in per_input[i]) for i in range(len(wrt))]
     used = problem.used.get(k, [False] * len(wrt))

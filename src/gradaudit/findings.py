@@ -28,6 +28,20 @@ def unravel(flat_index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
+SMALL_BLOCK = 64  # a passed block of at most this many entries is summarized in Python floats
+
+
+def _relative(diff: float, ref: float) -> float:
+    """|diff| / |ref| as torch computes it for a finite diff (0 where diff is 0; inf for NaN)."""
+    if diff == 0:
+        return 0.0
+    size = abs(ref)
+    if size == 0:
+        return math.inf
+    q = diff / size
+    return q if q == q else math.inf
+
+
 @dataclass
 class Part:
     """The non-passing comparisons of one judged block: flat positions and their terms."""
@@ -86,8 +100,11 @@ class Findings:
         what did not pass. Entries in held columns (non-finite input elements) are left out."""
         import torch
 
-        rows = rows.expand(judged.verdict.shape).reshape(-1)
-        cols = cols.expand(judged.verdict.shape).reshape(-1)
+        shape = judged.verdict.shape
+        if self.held is None and judged.all_pass:  # the common case: counts and the largest differences only
+            return self._add_passed(judged, reference, output, rows.expand(shape), cols.expand(shape))
+        rows = rows.expand(shape).reshape(-1)
+        cols = cols.expand(shape).reshape(-1)
         if self.held is not None and len(self.held):
             mine = ~torch.isin(cols, self.held)
             if not bool(mine.all()):
@@ -129,6 +146,36 @@ class Findings:
             left, right = pick(slopes[0].to(torch.float64)), pick(slopes[1].to(torch.float64))
         self.parts.append(Part(output, rows[keep], cols[keep], pick(observed.detach().to(torch.float64)),
                                judged.take(keep), left, right, kind, note))
+        return counted
+
+    def _add_passed(self, judged: J.Judged, reference: torch.Tensor, output: int | None, rows: torch.Tensor,
+                    cols: torch.Tensor) -> int:
+        """:meth:`add` for a block whose every entry passed (rows and cols expanded to its shape)."""
+        import torch
+
+        counted = int(judged.verdict.numel())
+        self.total += counted
+        if not counted:
+            return counted
+        shape = judged.verdict.shape
+        diff = judged.diff.expand(shape)
+        ref = reference.detach()
+        ref = ref if ref.dtype == torch.float64 else ref.to(torch.float64)
+        if counted <= SMALL_BLOCK and ref.shape == shape:  # a few values: in Python floats, the same arithmetic
+            diffs, refs = diff.reshape(-1).tolist(), ref.reshape(-1).tolist()
+            largest = max(diffs)
+            at = diffs.index(largest)  # the first largest, as argmax
+            rel = max(_relative(d, r) for d, r in zip(diffs, refs))
+        else:
+            flat = diff.reshape(-1)
+            at = int(flat.argmax())
+            largest = float(flat[at])
+            rel = float(torch.div(diff, ref.abs()).masked_fill_(diff == 0, 0.0).nan_to_num_(nan=math.inf).max())
+        if largest > self.max_abs or self.at is None:
+            self.max_abs = largest
+            where = unravel(at, tuple(shape))
+            self.at = self.location(output, int(rows[where]), int(cols[where]))
+        self.max_rel = max(self.max_rel, rel)
         return counted
 
     def unheld(self, cols: torch.Tensor) -> torch.Tensor:

@@ -86,10 +86,11 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         derived = True
     else:
         analytic = _analytic(problem, gen, info)
+    weighted: list[Weighted] = []  # the output weights as _together uses them, made once for every input
     for pos, j in enumerate(problem.diff):
         suspect = _quick(problem, j, analytic, banded, tol, found[j], info)
-        if (not derived and not _together(problem, j, analytic, banded, first[pos], vs, tol) and confirm(j)
-                and not len(suspect)):
+        if (not derived and not _together(problem, j, analytic, banded, first[pos], vs, tol, weighted)
+                and confirm(j) and not len(suspect)):
             import torch
 
             suspect = found[j].unheld(torch.arange(problem.inputs[j].numel()))
@@ -99,8 +100,28 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
     return found
 
 
+@dataclass
+class Weighted:
+    """The output weights, flat in float64, their absolute values, and the sums _together projects onto."""
+
+    w: list[torch.Tensor]
+    aw: list[torch.Tensor]
+    weight: float  # sum over outputs of |v| max(1, |f|)
+    absolute: float  # sum of |v|: the atol of every entry, projected
+
+
+def _weighted(problem: Problem, vs: list[torch.Tensor]) -> Weighted:
+    import torch
+
+    ws = [v.reshape(-1).to(torch.float64) for v in vs]
+    aws = [w.abs() for w in ws]
+    weight = sum(float(aw @ problem.f_size(k)) for k, aw in enumerate(aws))
+    return Weighted(ws, aws, weight, sum(float(aw.sum()) for aw in aws))
+
+
 def _together(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None], banded: Band | None,
-              first: torch.Tensor | None, vs: list[torch.Tensor], tol: ToleranceUsed) -> bool:
+              first: torch.Tensor | None, vs: list[torch.Tensor], tol: ToleranceUsed,
+              weighted: list[Weighted] | None = None) -> bool:
     """Whether the backward of all outputs at once (*first*, weights *vs*) equals autograd's rows of
     every output, weighted and summed, to within what the entries' own judgement resolves: per
     column, STRUCTURE_ULPS ulps of the sum of |terms|, the tolerance projected through |v|, and the
@@ -112,13 +133,12 @@ def _together(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Te
     n = problem.inputs[j].numel()
     total: torch.Tensor | None = None  # sum over outputs of the weighted rows, and of |terms|
     size: torch.Tensor | None = None
-    weight = 0.0  # sum over outputs of |v| max(1, |f|)
-    absolute = 0.0  # sum of |v|: the atol of every entry, projected
-    for k, v in enumerate(vs):
-        w = v.reshape(-1).to(torch.float64)
-        aw = w.abs()
-        weight += float((aw * problem.f_size(k)).sum())
-        absolute += float(aw.sum())
+    if weighted is None:
+        weighted = []
+    if not weighted:
+        weighted.append(_weighted(problem, vs))
+    wt = weighted[0]
+    for k, (w, aw) in enumerate(zip(wt.w, wt.aw)):
         if banded is not None:
             if banded.analytic is not None:
                 terms = w[banded.rows] * banded.analytic
@@ -139,8 +159,10 @@ def _together(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Te
     got = _zeros(n) if first is None else first.detach().reshape(-1).to(torch.float64)
     x = problem.inputs[j].detach().reshape(-1)
     eps = torch.finfo(x.dtype).eps
-    resolution = ROUNDING_ULPS * eps ** (2 / 3) * weight / x.abs().to(torch.float64).clamp_min(1.0)
-    allowed = (size + got.abs()).mul_(STRUCTURE_ULPS * eps).add_(tol.rtol * size).add_(tol.atol * absolute)
+    resolution = (ROUNDING_ULPS * eps ** (2 / 3) * wt.weight) / problem.x_size(j)
+    allowed = (size + got.abs()).mul_(STRUCTURE_ULPS * eps).add_(size, alpha=tol.rtol)
+    if tol.atol:
+        allowed.add_(tol.atol * wt.absolute)
     agree = (got - total).abs_() <= allowed.add_(resolution)
     return bool(agree.all()) or bool((agree | ~torch.isfinite(x)).all())  # held elements are not checked
 
@@ -154,10 +176,7 @@ def _zeros(n: int) -> torch.Tensor:
 def _scale(problem: Problem, j: int, k: int, cols: torch.Tensor) -> torch.Tensor:
     """max(1, |f_r|) / max(1, |x_c|): the natural size of entry (r, c), against which an error
     bound is "too large"; (M_k, len(cols))."""
-    import torch
-
-    x = problem.inputs[j].detach().reshape(-1)[cols].abs().to(torch.float64).clamp_min(1.0)
-    return problem.f_size(k).reshape(-1, 1) / x.reshape(1, -1)
+    return problem.f_size(k).reshape(-1, 1) / problem.x_size(j)[cols].reshape(1, -1)
 
 
 def _precision(problem: Problem, j: int) -> str:
@@ -270,8 +289,11 @@ def _quick(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tenso
             judged = J.judge(obs, num, tol, reference_bound=_rounding(problem, k, used),
                              scale=_scale(problem, j, k, cols), precision=_precision(problem, j))
             rows = torch.arange(num.shape[0]).reshape(-1, 1)
-            bad = torch.zeros(len(cols), dtype=torch.bool) if judged.all_pass else (judged.verdict != J.PASS).any(0)
-            if judged.all_pass or not bool(bad.any()):
+            if judged.all_pass:
+                found.add(judged, obs, num, output=k, rows=rows, cols=cols.reshape(1, -1))
+                continue
+            bad = (judged.verdict != J.PASS).any(0)
+            if not bool(bad.any()):
                 found.add(judged, obs, num, output=k, rows=rows, cols=cols.reshape(1, -1))
                 continue
             suspect.append(cols[bad])  # judged again in the final stage; the clean columns are final now

@@ -76,6 +76,15 @@ def fixed_rng(seed: int, devices: Sequence[int] = ()) -> Iterator[None]:
     """Seed torch's CPU generator (and those of the given CUDA devices) with *seed*; restore them after."""
     import torch
 
+    if not devices:  # the CPU generator alone: what fork_rng does for it, without its other work
+        gen = torch.random.default_generator
+        saved = gen.get_state()
+        try:
+            gen.manual_seed(seed)
+            yield
+        finally:
+            gen.set_state(saved)
+        return
     with torch.random.fork_rng(devices=list(devices), device_type="cuda"):
         torch.random.default_generator.manual_seed(seed)
         for d in devices:

@@ -54,6 +54,7 @@ class Judged:
     ref: torch.Tensor  # the reference, float64, broadcast to the verdicts' shape
     evidence: torch.Tensor  # SAFETY times the error bounds (inf where a bound is NaN)
     all_pass: bool = False  # known without looking at the verdicts (the common case)
+    one: tuple[float, float, float] | None = None  # one comparison that passed: (diff, ref, evidence) as floats
 
     @property
     def rtol_term(self) -> torch.Tensor:
@@ -62,6 +63,12 @@ class Judged:
     @property
     def allowed(self) -> torch.Tensor:
         return self.atol + self.rtol_term + self.evidence
+
+    def first_allowed(self) -> float:
+        """The allowance of the first (or only) comparison, as a float."""
+        if self.one is not None:
+            return self.atol + self.rtol * abs(self.one[1]) + self.one[2]
+        return float(self.allowed.reshape(-1)[0])
 
     def take(self, index: torch.Tensor) -> Judged:
         """The judged entries at *index* (a boolean mask or flat indices), flattened."""
@@ -100,19 +107,25 @@ def judge(observed: torch.Tensor | float, reference: torch.Tensor | float, tol: 
     if one and tol.default and slopes is None:
         passed = _scalar_pass(float(observed), float(reference), tol, float(observed_bound), float(reference_bound),
                               0.0 if scale is None else float(scale), limit)
-        if passed is not None:  # the same rule as below, in Python floats: one comparison costs no tensor ops
+        if passed is not None:  # the same rule as below, in Python floats: one comparison costs few tensor ops
             zero = torch.zeros((), dtype=torch.int8)
-            diff, ref, evidence = (torch.tensor(v, dtype=torch.float64) for v in passed)
-            return Judged(zero, zero, diff, tol.atol, tol.rtol, ref, evidence, True)
+            diff, ref, evidence = torch.tensor(passed, dtype=torch.float64).unbind()
+            return Judged(zero, zero, diff, tol.atol, tol.rtol, ref, evidence, True, passed)
     if isinstance(observed, float):
         observed = torch.tensor(observed, dtype=torch.float64)
     if isinstance(reference, float):
         reference = torch.tensor(reference, dtype=torch.float64)
-    obs = observed.detach().to(torch.float64)
-    ref = reference.detach().to(torch.float64)
-    obs, ref = torch.broadcast_tensors(obs, ref)
-    bound = SAFETY * (torch.as_tensor(observed_bound, dtype=torch.float64)
-                      + torch.as_tensor(reference_bound, dtype=torch.float64))
+    obs = observed.detach()
+    ref = reference.detach()
+    obs = obs if obs.dtype == torch.float64 else obs.to(torch.float64)
+    ref = ref if ref.dtype == torch.float64 else ref.to(torch.float64)
+    if obs.shape != ref.shape:
+        obs, ref = torch.broadcast_tensors(obs, ref)
+    if isinstance(observed_bound, float) and observed_bound == 0.0:  # the common case: one side is exact
+        bound = torch.as_tensor(reference_bound, dtype=torch.float64) * SAFETY
+    else:
+        bound = SAFETY * (torch.as_tensor(observed_bound, dtype=torch.float64)
+                          + torch.as_tensor(reference_bound, dtype=torch.float64))
     # the common case first, in a few passes: every entry within its allowance, finite, and evidence
     # fine enough (its largest bound is small against the smallest natural size)
     diff = torch.sub(obs, ref).abs_()  # in place where possible: fresh large tensors are costly

@@ -155,17 +155,14 @@ def tensor_literal(t: torch.Tensor) -> str | None:
 
     if t.numel() > INLINE or t.is_complex() or t.layout != torch.strided:
         return None
-    values = t.detach().cpu().tolist()
-    if any(isinstance(v, float) and not math.isfinite(v) for v in _flat(values)):
+    plain = t.detach().cpu()
+    values = plain.tolist()
+    if plain.is_floating_point() and not all(map(math.isfinite, plain.reshape(-1).tolist())):
         return None
     text = f"torch.tensor({values!r}, dtype={t.dtype}"
     if t.device.type != "cpu":
         text += f", device={str(t.device)!r}"
     return text + (", requires_grad=True)" if t.requires_grad else ")")
-
-
-def _flat(v: Any) -> list[Any]:
-    return [x for item in v for x in _flat(item)] if isinstance(v, list) else [v]
 
 
 def rerun(call: str, fn: Described, inputs: Sequence[Any], options: dict[str, Any]) -> str:

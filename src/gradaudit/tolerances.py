@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from .errors import SpecError
@@ -134,6 +135,7 @@ def resolve(kind: Kind, dtype: str, user: Tolerance | None = None, *, scheme: st
                          basis if same else "set by the check (see why)", factor)
 
 
+@lru_cache(maxsize=256)
 def _default(kind: Kind, dtype: str, scheme: str | None) -> tuple[float, float, str, float | None]:
     dtype = dtype if dtype in EPS else "float64"
     if kind == "autograd_vs_expected" or kind == "observation":
