@@ -469,3 +469,64 @@ def test_functions_that_differentiate_inside_are_evaluated_with_gradients_on(mod
 
     assert ga.check(cut_force, (leaf(5, seed=4),), mode=mode).verdict == "fail"
     assert not torch.autograd.gradcheck(cut_force, (leaf(5, seed=4),), raise_exception=False)
+
+
+class Weak(torch.autograd.Function):
+    """b -> 0.1 b, whose backward is 1e-4 too large (relative): 0.1 (1 + 1e-4) g."""
+
+    @staticmethod
+    def forward(ctx, b):
+        return b * 0.1
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * (0.1 * (1 + 1e-4))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_error_in_a_weak_input_is_not_hidden_by_a_strong_one(mode):
+    """f(a, b) = 1e6 (a - c) + 0.1 b with b's backward 1e-4 too large. Directional mode first moves every
+    input at once: vᵀJu is then about 1e6 (a's term), and b's error (about 1e-5) is below rtol 1e-10 times
+    that (a joint judgement passes it); judged against b's own allowance, as b's own check judges it, it
+    fails. By the algebra: b's entries are 0.1 (1 + 1e-4) by autograd against 0.1, a's are exactly 1e6
+    on both sides."""
+    a, b = leaf(5, seed=1), leaf(5, seed=2)
+    c = a.detach().clone()
+    res = ga.check(lambda a, b: 1e6 * (a - c) + Weak.apply(b), (a, b), mode=mode)
+    assert {r.input: r.verdict for r in res.records} == {"a": "pass", "b": "fail"}, res
+
+
+def test_inputs_are_moved_at_once_when_that_settles_them():
+    """Three inputs whose backward is right: one batch of the quick stage's 4 steps (h, -h, 2h, -2h) with
+    all of them moved settles every one (gradcheck's fast mode takes 2 evaluations per input, 6 here)."""
+    a, b, c = leaf(4, seed=1), leaf(4, seed=2), leaf(4, seed=3)
+    res = ga.check(lambda a, b, c: a * b + c.exp(), (a, b, c), mode="directional")
+    assert res.ok, res
+    details = res.records[0].evidence.details
+    assert details["evaluations"] == 4 and "together" in details
+
+
+class Stats(torch.autograd.Function):
+    """(x w, mean(x w)), whose backward returns None when only the mean receives a gradient."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        y = x * w
+        return y, y.mean()
+
+    @staticmethod
+    def backward(ctx, gy, gm):
+        x, w = ctx.saved_tensors
+        if not bool(gy.any()):
+            return None, None  # the bug: the mean's gradient alone is dropped
+        return w * gy + w * gm / x.numel(), x * gy + x * gm / x.numel()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_secondary_output_dropped_with_several_inputs_fails(mode):
+    """native_group_norm's defect, with two inputs: right when both outputs receive a gradient, None when
+    only the mean does, where d mean(x w)/dx = w / n is not 0. Moving both inputs at once must not settle
+    it: each output alone is judged too."""
+    res = ga.check(Stats.apply, (leaf(6, seed=1), leaf(6, seed=2)), mode=mode)
+    assert {r.verdict for r in res.records} == {"fail"}, res

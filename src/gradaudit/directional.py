@@ -67,6 +67,13 @@ def scalar_batch(phi: Callable[[float], float]) -> Batched:
     return many
 
 
+def _richardson(values: list[float], h: float) -> float:
+    """Central differences at h and 2h (phi at h, -h, 2h, -2h), extrapolated: error O(h^4)."""
+    d1 = (values[0] - values[1]) / (2 * h)
+    d2 = (values[2] - values[3]) / (4 * h)
+    return (4 * d1 - d2) / 3
+
+
 def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale: float, perturbation: float,
                 dot_rounding: float, precision: str = "float64") -> dict[str, Any]:
     """Judge *analytic* against d phi/dt at 0 in stages (see the module docstring).
@@ -80,9 +87,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     obs = float(analytic)
     h = QUICK_STEP * scale
     values, size = phi_many([h, -h, 2 * h, -2 * h])
-    d1 = (values[0] - values[1]) / (2 * h)
-    d2 = (values[2] - values[3]) / (4 * h)
-    quick = (4 * d1 - d2) / 3
+    quick = _richardson(values, h)
     err = 1.5 * EPS64 * (size + perturbation) / h  # (4 (1/h) + 1/(2h)) / 3 ulps of phi
     natural = max(1.0, size) / scale  # the derivative's natural size: error bounds are judged against it
     judged = J.judge(obs, quick, tol, observed_bound=dot_rounding,
@@ -136,12 +141,12 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
 
     evals = [0]
 
-    def phi_for(j: int, u: torch.Tensor, weights: list[torch.Tensor] | None = None,
+    def phi_for(j: int | None, u: Any, weights: list[torch.Tensor] | None = None,
                 memo: dict[tuple[float, ...], list[torch.Tensor]] | None = None) -> Batched:
-        """phi(t) = sum_k v_k . f_k(x + t u) for the weights (default: vs). With *memo* (one per input and
+        """phi(t) = sum_k v_k . f_k(x + t u) for the weights (default: vs), input j moved along u (j None:
+        every checked input moved at once, u a list of their directions). With *memo* (one per input and
         direction u), the outputs at the first set of steps asked for (the quick stage's) are kept and
         reused by every choice of weights; one batch of outputs, no more, is held."""
-        x = problem.inputs[j].detach()
         ws = [v.reshape(-1) for v in (vs if weights is None else weights)]
         squares = [v.square() for v in ws]
 
@@ -149,9 +154,13 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
             outs = None if memo is None else memo.get(tuple(ts))
             if outs is None:
                 evals[0] += len(ts)
-                t = torch.tensor(ts, dtype=torch.float64).reshape(-1, *([1] * x.dim()))
                 with torch.no_grad():
-                    got = batched_outputs(problem, j, (x + t * u).to(x.dtype), info)
+                    if j is None:
+                        got = _together(problem, ts, u)
+                    else:
+                        x = problem.inputs[j].detach()
+                        t = torch.tensor(ts, dtype=torch.float64).reshape(-1, *([1] * x.dim()))
+                        got = batched_outputs(problem, j, (x + t * u).to(x.dtype), info)
                 outs = [o.to(torch.float64).reshape(len(ts), -1) for o in got]
                 if memo is not None and not memo:
                     memo[tuple(ts)] = outs
@@ -177,6 +186,7 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
 
     found: dict[int, Findings] = {}
     comparisons = info.setdefault("directional", [])
+    sides: list[_Side] = []
     for pos, j in enumerate(problem.diff):
         x = problem.inputs[j].detach()
         f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
@@ -184,6 +194,7 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         # each element moves relative to its own magnitude, max(1, |x_i|): a tensor holding 400 and 0.3
         # is not probed with the step of 400 for both
         f.held = held(x)
+        f.total = x.numel() - (0 if f.held is None else len(f.held))
         given = grads[pos]
         g = None if given is None else given.to(torch.float64)
         if f.held is None:
@@ -192,17 +203,26 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
             g, x_seen = _without_held(g, x)
             u, sizes = u.masked_fill(~torch.isfinite(x), 0.0), _sizes(x)
         u = sizes.mul_(u).div_(max(float(torch.linalg.vector_norm(u)), 1e-300))
-        scale = 1.0
         gu = None if g is None else g * u
-        analytic = 0.0 if gu is None else float(gu.sum())
+        sides.append(_Side(0.0 if gu is None else float(gu.sum()), _projected(tol, u, vs),
+                           _rounding(g, u, x_seen, gu), str(x.dtype).removeprefix("torch."), u, g, x_seen))
+    if len(sides) > 1 and _all_at_once(problem, sides, vs, tol, phi_for, output_alone, comparisons):
+        info["evaluations"] = info.get("evaluations", 0) + evals[0]
+        info["together"] = ("every input moved at once along one random direction, and the discrepancy judged "
+                            "against each input's own allowance; inputs one by one only where that did not pass")
+        return found
+    for pos, j in enumerate(problem.diff):
+        x = problem.inputs[j].detach()
+        f = found[j]
+        side = sides[pos]
+        u, g, analytic, scale = side.u, side.g, side.analytic, 1.0
         memo: dict[tuple[float, ...], list[torch.Tensor]] | None = {} if len(problem.outputs) > 1 else None
-        out = judge_along(phi_for(j, u, memo=memo), analytic, _projected(tol, u, vs), scale=scale,
-                          **_rounding(g, u, x_seen, gu), precision=str(x.dtype).removeprefix("torch."))
+        out = judge_along(phi_for(j, u, memo=memo), analytic, side.tol, scale=scale, **side.rounding,
+                          precision=side.precision)
         comparisons.append({"input": problem.names[j], "autograd": analytic,
                             **{k: v for k, v in out.items() if k not in ("judged", "observed", "verdict", "reason")},
                             "verdict": J.NAMES[out["verdict"]],
                             "reason": J.reason_text(out["reason"], analytic, out["numeric"], out.get("slopes"))})
-        f.total = x.numel() - (0 if f.held is None else len(f.held))
         if out["verdict"] == J.PASS:
             if memo is not None:  # each output alone: a backward may mishandle one output's gradient
                 _per_output(problem, pos, u, vs, phi_for, memo, output_alone, tol, f)
@@ -219,6 +239,95 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         _bisect(problem, j, g, u, phi_for, scale, tol, vs, f, out)
     info["evaluations"] = info.get("evaluations", 0) + evals[0]
     return found
+
+
+@dataclasses.dataclass
+class _Side:
+    """One checked input's part of a directional check: autograd's vᵀJu, its tolerance (atol projected),
+    the rounding bounds, the precision, the direction u, vᵀJ (held elements 0) and x (held elements 0)."""
+
+    analytic: float
+    tol: ToleranceUsed
+    rounding: dict[str, float]
+    precision: str
+    u: torch.Tensor
+    g: torch.Tensor | None
+    x_seen: torch.Tensor
+
+
+def _together(problem: Problem, ts: list[float], us: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The outputs with every checked input moved at once, x_j + t u_j, for each t: a loop of plain calls
+    on fresh tensors (the steps of one directional stage are few)."""
+    import torch
+
+    xs, rows = list(problem.inputs), []
+    for t in ts:
+        for j, u in zip(problem.diff, us):
+            x = problem.inputs[j].detach()
+            xs[j] = (x + t * u).to(x.dtype)
+        rows.append(problem.call(*xs))
+    return [torch.stack([r[k] for r in rows]) for k in range(len(problem.outputs))]
+
+
+def _accepted_at_once(phi_many: Batched, sides: list[tuple[float, ToleranceUsed, dict[str, float], str]]
+                      ) -> dict[str, Any] | None:
+    """The quick stage (Richardson at h and 2h) of every input moved at once: vᵀJu summed over the inputs
+    against the numeric derivative of phi. Accepted only if each input's own check would pass with the
+    whole discrepancy laid on that input (its tolerance, its rounding bounds, its precision): so no input's
+    error hides under another's larger allowance. None where it is not accepted (each input is then checked
+    on its own, which decides)."""
+    h = QUICK_STEP
+    values, size = phi_many([h, -h, 2 * h, -2 * h])
+    quick = _richardson(values, h)
+    natural = max(1.0, size)
+    total = math.fsum(a for a, _, _, _ in sides)
+    d = total - quick
+    allowed = math.inf
+    for analytic, tol, rounding, precision in sides:
+        err = 1.5 * EPS64 * (size + rounding["perturbation"]) / h
+        judged = J.judge(analytic, analytic - d, tol, observed_bound=rounding["dot_rounding"], reference_bound=err,
+                         scale=natural, precision=precision)
+        if int(judged.verdict) != J.PASS:
+            return None
+        allowed = min(allowed, judged.first_allowed())
+    pert = math.sqrt(sum(r["perturbation"] ** 2 for _, _, r, _ in sides))
+    return {"autograd": total, "numeric": quick, "error_bound": 1.5 * EPS64 * (size + pert) / h,
+            "scheme": "richardson (h, 2h), every input at once", "evaluations": 4, "allowed": allowed}
+
+
+def _all_at_once(problem: Problem, sides: list[_Side], vs: list[torch.Tensor], tol: ToleranceUsed,
+                 phi_for: Callable[..., Batched],
+                 output_alone: Callable[[int], tuple[torch.Tensor | None, ...] | None],
+                 comparisons: list[dict[str, Any]]) -> bool:
+    """Every input's check passed at once (all outputs together, then each output alone): one batch of
+    evaluations instead of one per input. False where anything was not accepted."""
+    import torch
+
+    us = [side.u for side in sides]
+    memo: dict[tuple[float, ...], list[torch.Tensor]] | None = {} if len(problem.outputs) > 1 else None
+    out = _accepted_at_once(phi_for(None, us, memo=memo),
+                            [(s.analytic, s.tol, s.rounding, s.precision) for s in sides])
+    if out is None:
+        return False
+    if memo is not None:  # each output alone, from the same evaluations
+        for k in range(len(problem.outputs)):
+            grads = output_alone(k)
+            if grads is None:
+                continue
+            weights = [v if i == k else torch.zeros_like(v) for i, v in enumerate(vs)]
+            parts = []
+            for pos, j in enumerate(problem.diff):
+                g = grads[pos]
+                gk, seen = _without_held(None if g is None else g.detach().to(torch.float64),
+                                         problem.inputs[j].detach())
+                u = us[pos]
+                parts.append((0.0 if gk is None else float((gk * u).sum()), _projected(tol, u, [weights[k]]),
+                              _rounding(gk, u, seen), sides[pos].precision))
+            if _accepted_at_once(phi_for(None, us, weights, memo), parts) is None:
+                return False
+    names = ", ".join(problem.names[j] for j in problem.diff)
+    comparisons.append({"input": names, "together": True, **out, "verdict": "pass", "reason": ""})
+    return True
 
 
 def _per_output(problem: Problem, pos: int, u: torch.Tensor, vs: list[torch.Tensor],
