@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import gc as garbage
 import hashlib
 import itertools
 import json
@@ -378,6 +379,9 @@ def run_tool(builder: CaseBuilder, op_index: int, index: int, tool: str) -> dict
     fn, checked, _ = made
     inputs = _fresh(checked)
     result: dict[str, Any] = {}
+    # the previous call's garbage (an out-of-memory traceback holds its frames' tensors in a cycle) is
+    # collected here, untimed, not inside whichever tool runs next
+    garbage.collect()
     start = time.perf_counter()
     try:
         if tool.startswith("gradcheck"):

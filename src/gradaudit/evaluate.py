@@ -84,17 +84,12 @@ class Problem:
         try:
             if self.random is False:
                 out = self.fn(*xs)
-            elif self.random is None:  # the first call: does the function draw random numbers?
-                before = _rng_states(self.rng_devices)
-                out = self.fn(*xs)
-                self.random = not all(a.equal(b) for a, b in zip(before, _rng_states(self.rng_devices)))
-                if self.random:  # it does: the caller's state back, and the call again from the fixed state
-                    _set_rng_states(self.rng_devices, before)
-                    with fixed_rng(self.rng_seed, self.rng_devices):
-                        out = self.fn(*xs)
             else:
                 with fixed_rng(self.rng_seed, self.rng_devices):
+                    before = None if self.random else _rng_states(self.rng_devices)
                     out = self.fn(*xs)
+                    if before is not None:  # the first call: does the function draw random numbers?
+                        self.random = not all(a.equal(b) for a, b in zip(before, _rng_states(self.rng_devices)))
         except EvaluationError:
             raise
         except Exception as exc:
@@ -200,14 +195,6 @@ def _rng_states(devices: tuple[int, ...]) -> list[torch.Tensor]:
 
 
 _ENGINE: list[Callable[..., Any] | None] = []
-
-
-def _set_rng_states(devices: tuple[int, ...], states: list[torch.Tensor]) -> None:
-    import torch
-
-    torch.random.default_generator.set_state(states[0])
-    for d, state in zip(devices, states[1:]):
-        torch.cuda.set_rng_state(state, d)
 
 
 def _engine() -> Callable[..., Any] | None:
