@@ -379,9 +379,6 @@ def run_tool(builder: CaseBuilder, op_index: int, index: int, tool: str) -> dict
     fn, checked, _ = made
     inputs = _fresh(checked)
     result: dict[str, Any] = {}
-    # the previous call's garbage (an out-of-memory traceback holds its frames' tensors in a cycle) is
-    # collected here, untimed, not inside whichever tool runs next
-    garbage.collect()
     start = time.perf_counter()
     try:
         if tool.startswith("gradcheck"):
@@ -410,6 +407,10 @@ def run_tool(builder: CaseBuilder, op_index: int, index: int, tool: str) -> dict
     except Exception as exc:
         seconds = time.perf_counter() - start
         result.update(verdict="error", **_exception_fields(exc))
+    if result["verdict"] in ("fail", "error"):
+        # an exception's traceback holds its frames' tensors in a reference cycle (gradcheck's out-of-memory
+        # error on slice#1: gigabytes): collected here, untimed, not inside whichever tool runs next
+        garbage.collect()
     result["seconds"] = seconds
     return result
 

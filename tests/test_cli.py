@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -166,3 +167,29 @@ def test_a_bad_columns_variable_is_ignored(cli, monkeypatch, columns):
     monkeypatch.setenv("COLUMNS", columns)
     res = cli("run", "quickstart")
     assert res.code == 0 and "6 passed, 0 failed" in res.out
+
+
+def _closed_early(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
+    """Run the CLI with a reader that has already gone (``gradaudit ... | head`` once head exits)."""
+    proc = subprocess.Popen([sys.executable, "-m", "gradaudit", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=cwd)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # every write of the command finds no reader: EPIPE
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    return subprocess.CompletedProcess(argv, proc.wait(timeout=120), "", err)
+
+
+def test_a_reader_that_closes_early_loses_nothing(ledger, tmp_path):
+    """`gradaudit run --list | head` exited 1 ("a check failed"); a closed pipe is not a failure. The run goes
+    on without its table: the results file is written and the exit code is the run's own (1: one check of
+    this ledger is wrong, d/dx x^2 = 6 at 3, not 7)."""
+    listed = _closed_early("run", "--list", cwd=tmp_path)
+    assert listed.returncode == 0 and listed.stderr == ""
+    path = ledger('[{"name": "right", "function": "x*x", "x": 3.0, "analytical_gradient": 6}, '
+                  '{"name": "wrong", "function": "x*x", "x": 3.0, "analytical_gradient": 7}]')
+    out = tmp_path / "results.jsonl"
+    ran = _closed_early("run", str(path), "--json", str(out), cwd=tmp_path)
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    assert {r.get("check") for r in records if r.get("verdict")} >= {"right", "wrong"}

@@ -1,7 +1,7 @@
 """The ``gradaudit`` command line: run, plan, report, notebook, steps, env.
 
 Exit codes: 0 every check passed, 1 a check failed or errored (or was inconclusive), 2 usage or input
-error, 5 no check ran, 130 interrupted.
+error, 5 no check ran, 130 interrupted. A reader that closes standard output early changes none of them.
 """
 
 from __future__ import annotations
@@ -369,8 +369,55 @@ def env(as_json: bool) -> None:
             click.echo(line)
 
 
+class _PipeSafe:
+    """Standard output that a reader may close early (``gradaudit run | head``): from then on the output
+    goes nowhere and the command goes on (results files are still written; the exit code is the run's),
+    where a closed pipe would otherwise abort it with exit code 1, which means "a check failed"."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+        self.closed_pipe = False
+
+    def write(self, text: str) -> int:
+        if not self.closed_pipe:
+            try:
+                return int(self._stream.write(text))
+            except BrokenPipeError:
+                self._gone()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.closed_pipe:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._gone()
+
+    def _gone(self) -> None:
+        import os
+
+        self.closed_pipe = True
+        try:  # what is still buffered, and Python's own flush at exit, go to /dev/null
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+        except (OSError, ValueError):
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user errors become one readable paragraph and exit code 2."""
+    stdout = sys.stdout
+    sys.stdout = _PipeSafe(stdout)  # type: ignore[assignment]
+    try:
+        _main(argv)
+    finally:
+        sys.stdout.flush()  # a closed pipe found here, not in Python's flush at exit (exit code 120)
+        sys.stdout = stdout
+
+
+def _main(argv: list[str] | None) -> None:
     try:
         cli.main(args=argv, prog_name="gradaudit", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):
