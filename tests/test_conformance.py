@@ -530,3 +530,25 @@ def test_a_secondary_output_dropped_with_several_inputs_fails(mode):
     it: each output alone is judged too."""
     res = ga.check(Stats.apply, (leaf(6, seed=1), leaf(6, seed=2)), mode=mode)
     assert {r.verdict for r in res.records} == {"fail"}, res
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_empty_input_has_nothing_to_perturb_and_says_so(mode):
+    """OpInfo's second sample of most unary ops is an empty tensor: no element to perturb, no Jacobian entry
+    to compare. It passes with 0 values compared, and the record says that only the gradient's metadata
+    was checked; a backward that raises on it is still an error."""
+    x = torch.zeros(0, 3, dtype=F64, requires_grad=True)
+    res = ga.check(torch.log, (x,), mode=mode)
+    assert res.ok and res.records[0].discrepancy.total == 0, res
+    assert any("empty" in note for note in res.info["notes"])
+
+    class Raises(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            raise RuntimeError("no backward for empty tensors")
+
+    assert ga.check(Raises.apply, (x,), mode=mode).verdict == "error"

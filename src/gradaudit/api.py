@@ -509,8 +509,15 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
     for o in problem.outputs:
         s = torch.rand(o.shape, generator=gen, dtype=torch.float64).mul_(2).sub_(1)
         vs.append(s.sign().mul_(s.abs_().add_(0.5)))
-    grads, extra = _metadata(problem, vs, nondet_tol)
-    if mode == "full":
+    empty = not any(problem.inputs[j].numel() for j in problem.diff)
+    grads, extra = _metadata(problem, vs, nondet_tol, again=not empty)
+    if empty:  # no element to perturb: nothing numeric to compare; the gradients' dtype, shape, device stand
+        found = {j: Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
+                             [tuple(o.shape) for o in problem.outputs]) for j in problem.diff}
+        problem.notes.append("every checked input is empty: no element to perturb, so only the gradients' dtype, "
+                             "shape and device are checked")
+        info["notes"] = problem.notes
+    elif mode == "full":
         confirmed: dict[int, Findings] = {}
 
         def confirm(j: int) -> bool:  # the directional confirmation, run only where full mode needs it
@@ -579,10 +586,11 @@ def _say_held(problem: Problem, f: Findings, first: torch.Tensor | None) -> None
                                   f"every element of '{f.name}' is non-finite: nothing could be checked"))
 
 
-def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | None
+def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | None, *, again: bool = True
               ) -> tuple[tuple[torch.Tensor | None, ...], dict[int, list[Comparison]]]:
     """vᵀJ from the first backward; dtype/shape/device of the gradients against their inputs; a second
-    backward through the same graph must agree (nondet_tol aside). Returns vᵀJ and the comparisons."""
+    backward through the same graph must agree (nondet_tol aside; not *again*: empty gradients, nothing
+    to differ). Returns vᵀJ and the comparisons."""
     import torch
 
     if problem.point is not None:
@@ -595,8 +603,8 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
     if not differentiable:
         return tuple(None for _ in wrt), {}
     o_list, c_list = [o for o, _ in differentiable], [c for _, c in differentiable]
-    first = grad(o_list, wrt, c_list, allow_unused=True, retain_graph=True)
-    second = grad(o_list, wrt, c_list, allow_unused=True)
+    first = grad(o_list, wrt, c_list, allow_unused=True, retain_graph=again)
+    second = grad(o_list, wrt, c_list, allow_unused=True) if again else first
     ntol = resolve("nondeterminism", "float64", nondet_tol)
     found: dict[int, list[Comparison]] = {}
     for pos, j in enumerate(problem.diff):

@@ -156,7 +156,7 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
                 evals[0] += len(ts)
                 with torch.no_grad():
                     if j is None:
-                        got = _together(problem, ts, u)
+                        got = _all_moved(problem, ts, u)
                     else:
                         x = problem.inputs[j].detach()
                         t = torch.tensor(ts, dtype=torch.float64).reshape(-1, *([1] * x.dim()))
@@ -255,7 +255,7 @@ class _Side:
     x_seen: torch.Tensor
 
 
-def _together(problem: Problem, ts: list[float], us: list[torch.Tensor]) -> list[torch.Tensor]:
+def _all_moved(problem: Problem, ts: list[float], us: list[torch.Tensor]) -> list[torch.Tensor]:
     """The outputs with every checked input moved at once, x_j + t u_j, for each t: a loop of plain calls
     on fresh tensors (the steps of one directional stage are few)."""
     import torch

@@ -581,12 +581,13 @@ def analytic_rows(problem: Problem, k: int, weights: torch.Tensor, info: Info) -
     info.setdefault("analytic", "autograd.grad per row")
     per_input: list[list[torch.Tensor | None]] = [[] for _ in wrt]
     engine = _engine()
-    direct = engine is not None and type(out) is torch.Tensor and all(type(t) is torch.Tensor for t in wrt)
+    direct = (engine is not None and type(out) is torch.Tensor and tuple(out.shape) == tuple(cot.shape[1:])
+              and all(type(t) is torch.Tensor for t in wrt))
     for b in range(rows):
         if direct:  # grad()'s engine call without its per-call checks, made once here; a copy of each row
             try:
-                got = engine((out,), (cot[b].clone(),), True, False, tuple(wrt), True,  # type: ignore[misc]
-                             accumulate_grad=False)
+                got = engine((out,), (cot[b].to(out.dtype, copy=True),), True, False, tuple(wrt),  # type: ignore[misc]
+                             True, accumulate_grad=False)
             except Exception as exc:
                 raise EvaluationError("the backward", exc) from exc
         else:
