@@ -193,3 +193,12 @@ def test_a_reader_that_closes_early_loses_nothing(ledger, tmp_path):
     assert ran.returncode == 1 and "Traceback" not in ran.stderr
     records = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
     assert {r.get("check") for r in records if r.get("verdict")} >= {"right", "wrong"}
+
+
+def test_no_standard_output_at_all(tmp_path):
+    """stdout closed before the start (`gradaudit env >&-`): Python has no sys.stdout; nothing is printed
+    and the command still succeeds."""
+    res = subprocess.run([sys.executable, "-m", "gradaudit", "env"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                         preexec_fn=lambda: __import__("os").close(1))
+    assert res.returncode == 0 and "Traceback" not in res.stderr

@@ -485,25 +485,39 @@ class Weak(torch.autograd.Function):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_an_error_in_a_weak_input_is_not_hidden_by_a_strong_one(mode):
-    """f(a, b) = 1e6 (a - c) + 0.1 b with b's backward 1e-4 too large. Directional mode first moves every
-    input at once: vᵀJu is then about 1e6 (a's term), and b's error (about 1e-5) is below rtol 1e-10 times
-    that (a joint judgement passes it); judged against b's own allowance, as b's own check judges it, it
-    fails. By the algebra: b's entries are 0.1 (1 + 1e-4) by autograd against 0.1, a's are exactly 1e6
-    on both sides."""
+    """f(a, b) = 1e6 (a - c) + 0.1 b with b's backward 1e-4 too large. A check of both inputs at once sees
+    vᵀJu of about 1e6 (a's term), and b's error (about 1e-5) below rtol 1e-10 times that; b's own check
+    fails it, in every mode. By the algebra: b's entries are 0.1 (1 + 1e-4) by autograd against 0.1, a's
+    are exactly 1e6 on both sides."""
     a, b = leaf(5, seed=1), leaf(5, seed=2)
     c = a.detach().clone()
     res = ga.check(lambda a, b: 1e6 * (a - c) + Weak.apply(b), (a, b), mode=mode)
     assert {r.input: r.verdict for r in res.records} == {"a": "pass", "b": "fail"}, res
 
 
-def test_inputs_are_moved_at_once_when_that_settles_them():
-    """Three inputs whose backward is right: one batch of the quick stage's 4 steps (h, -h, 2h, -2h) with
-    all of them moved settles every one (gradcheck's fast mode takes 2 evaluations per input, 6 here)."""
-    a, b, c = leaf(4, seed=1), leaf(4, seed=2), leaf(4, seed=3)
-    res = ga.check(lambda a, b, c: a * b + c.exp(), (a, b, c), mode="directional")
-    assert res.ok, res
-    details = res.records[0].evidence.details
-    assert details["evaluations"] == 4 and "together" in details
+class HalfSquare(torch.autograd.Function):
+    """(x - y)^2 whose backward drops the factor 2: both partials off by the same amount, opposite signs."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return (x - y) ** 2
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        return g * (x - y), -g * (x - y)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("mode", MODES)
+def test_errors_of_two_inputs_that_cancel_in_a_sum_still_fail(mode, seed):
+    """d/dx (x - y)^2 = 2 (x - y), d/dy = -2 (x - y); this backward gives half of each. Along one direction
+    moving both scalars at once (u = ±1 each) the two errors cancel on about half of the seeds, so a check
+    of all inputs together cannot stand for each input's own: every seed must fail."""
+    x = torch.tensor(0.9, dtype=F64, requires_grad=True)
+    y = torch.tensor(0.2, dtype=F64, requires_grad=True)
+    assert ga.check(HalfSquare.apply, (x, y), mode=mode, seed=seed).verdict == "fail"
 
 
 class Stats(torch.autograd.Function):

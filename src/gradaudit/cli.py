@@ -409,6 +409,9 @@ class _PipeSafe:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user errors become one readable paragraph and exit code 2."""
     stdout = sys.stdout
+    if stdout is None:  # no standard output at all (closed before start): click writes nothing
+        _main(argv)
+        return
     sys.stdout = _PipeSafe(stdout)  # type: ignore[assignment]
     try:
         _main(argv)

@@ -67,13 +67,6 @@ def scalar_batch(phi: Callable[[float], float]) -> Batched:
     return many
 
 
-def _richardson(values: list[float], h: float) -> float:
-    """Central differences at h and 2h (phi at h, -h, 2h, -2h), extrapolated: error O(h^4)."""
-    d1 = (values[0] - values[1]) / (2 * h)
-    d2 = (values[2] - values[3]) / (4 * h)
-    return (4 * d1 - d2) / 3
-
-
 def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale: float, perturbation: float,
                 dot_rounding: float, precision: str = "float64") -> dict[str, Any]:
     """Judge *analytic* against d phi/dt at 0 in stages (see the module docstring).
@@ -87,7 +80,9 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     obs = float(analytic)
     h = QUICK_STEP * scale
     values, size = phi_many([h, -h, 2 * h, -2 * h])
-    quick = _richardson(values, h)
+    d1 = (values[0] - values[1]) / (2 * h)
+    d2 = (values[2] - values[3]) / (4 * h)
+    quick = (4 * d1 - d2) / 3
     err = 1.5 * EPS64 * (size + perturbation) / h  # (4 (1/h) + 1/(2h)) / 3 ulps of phi
     natural = max(1.0, size) / scale  # the derivative's natural size: error bounds are judged against it
     judged = J.judge(obs, quick, tol, observed_bound=dot_rounding,
@@ -120,7 +115,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                              slopes=pair, precision=precision)
             result["slopes"] = (float(pair[0]), float(pair[1]))
             result["evaluations"] += 3
-    result.update(verdict=int(judged.verdict), reason=int(judged.reason), allowed=judged.first_allowed(),
+    result.update(verdict=int(judged.verdict), reason=int(judged.reason), allowed=float(judged.allowed),
                   judged=judged, observed=analytic)
     return result
 
@@ -141,34 +136,28 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
 
     evals = [0]
 
-    def phi_for(j: int | None, u: Any, weights: list[torch.Tensor] | None = None,
+    def phi_for(j: int, u: torch.Tensor, weights: list[torch.Tensor] | None = None,
                 memo: dict[tuple[float, ...], list[torch.Tensor]] | None = None) -> Batched:
-        """phi(t) = sum_k v_k . f_k(x + t u) for the weights (default: vs), input j moved along u (j None:
-        every checked input moved at once, u a list of their directions). With *memo* (one per input and
+        """phi(t) = sum_k v_k . f_k(x + t u) for the weights (default: vs). With *memo* (one per input and
         direction u), the outputs at the first set of steps asked for (the quick stage's) are kept and
         reused by every choice of weights; one batch of outputs, no more, is held."""
-        ws = [v.reshape(-1) for v in (vs if weights is None else weights)]
-        squares = [v.square() for v in ws]
+        x = problem.inputs[j].detach()
+        ws = vs if weights is None else weights
 
         def phi_many(ts: list[float]) -> tuple[list[float], float]:
             outs = None if memo is None else memo.get(tuple(ts))
             if outs is None:
                 evals[0] += len(ts)
+                t = torch.tensor(ts, dtype=torch.float64).reshape(-1, *([1] * x.dim()))
                 with torch.no_grad():
-                    if j is None:
-                        got = _all_moved(problem, ts, u)
-                    else:
-                        x = problem.inputs[j].detach()
-                        t = torch.tensor(ts, dtype=torch.float64).reshape(-1, *([1] * x.dim()))
-                        got = batched_outputs(problem, j, (x + t * u).to(x.dtype), info)
+                    got = batched_outputs(problem, j, (x + t * u).to(x.dtype), info)
                 outs = [o.to(torch.float64).reshape(len(ts), -1) for o in got]
                 if memo is not None and not memo:
                     memo[tuple(ts)] = outs
-            # vᵀf at each step, and the 2-norm of its terms: the sums over each output's elements
-            total, size2 = outs[0] @ ws[0], outs[0].square() @ squares[0]
-            for o, v, v2 in zip(outs[1:], ws[1:], squares[1:]):
-                total, size2 = total + o @ v, size2 + o.square() @ v2
-            return total.tolist(), float(size2.max()) ** 0.5
+            terms = [o * v.reshape(1, -1) for o, v in zip(outs, ws)]
+            total = torch.stack([term.sum(1) for term in terms]).sum(0)
+            size = float(torch.stack([term.square().sum(1) for term in terms]).sum(0).max()) ** 0.5
+            return total.tolist(), size
         return phi_many
 
     alone: dict[int, tuple[torch.Tensor | None, ...] | None] = {}
@@ -186,7 +175,6 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
 
     found: dict[int, Findings] = {}
     comparisons = info.setdefault("directional", [])
-    sides: list[_Side] = []
     for pos, j in enumerate(problem.diff):
         x = problem.inputs[j].detach()
         f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
@@ -194,35 +182,24 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         # each element moves relative to its own magnitude, max(1, |x_i|): a tensor holding 400 and 0.3
         # is not probed with the step of 400 for both
         f.held = held(x)
-        f.total = x.numel() - (0 if f.held is None else len(f.held))
         given = grads[pos]
         g = None if given is None else given.to(torch.float64)
         if f.held is None:
-            x_seen, sizes = x, x.abs().to(torch.float64).clamp_min_(1.0)  # every element finite: _sizes(x)
+            x_seen, sizes = x, x.abs().to(torch.float64).clamp_min(1.0)  # every element finite: _sizes(x)
         else:  # non-finite elements stay where they are, and their gradient is not judged
             g, x_seen = _without_held(g, x)
             u, sizes = u.masked_fill(~torch.isfinite(x), 0.0), _sizes(x)
-        u = sizes.mul_(u).div_(max(float(torch.linalg.vector_norm(u)), 1e-300))
-        gu = None if g is None else g * u
-        sides.append(_Side(0.0 if gu is None else float(gu.sum()), _projected(tol, u, vs),
-                           _rounding(g, u, x_seen, gu), str(x.dtype).removeprefix("torch."), u, g, x_seen))
-    if len(sides) > 1 and _all_at_once(problem, sides, vs, tol, phi_for, output_alone, comparisons):
-        info["evaluations"] = info.get("evaluations", 0) + evals[0]
-        info["together"] = ("every input moved at once along one random direction, and the discrepancy judged "
-                            "against each input's own allowance; inputs one by one only where that did not pass")
-        return found
-    for pos, j in enumerate(problem.diff):
-        x = problem.inputs[j].detach()
-        f = found[j]
-        side = sides[pos]
-        u, g, analytic, scale = side.u, side.g, side.analytic, 1.0
+        u = u / max(float(u.norm()), 1e-300) * sizes
+        scale = 1.0
+        analytic = 0.0 if g is None else float((g * u).sum())
         memo: dict[tuple[float, ...], list[torch.Tensor]] | None = {} if len(problem.outputs) > 1 else None
-        out = judge_along(phi_for(j, u, memo=memo), analytic, side.tol, scale=scale, **side.rounding,
-                          precision=side.precision)
+        out = judge_along(phi_for(j, u, memo=memo), analytic, _projected(tol, u, vs), scale=scale,
+                          **_rounding(g, u, x_seen), precision=str(x.dtype).removeprefix("torch."))
         comparisons.append({"input": problem.names[j], "autograd": analytic,
                             **{k: v for k, v in out.items() if k not in ("judged", "observed", "verdict", "reason")},
                             "verdict": J.NAMES[out["verdict"]],
                             "reason": J.reason_text(out["reason"], analytic, out["numeric"], out.get("slopes"))})
+        f.total = x.numel() - (0 if f.held is None else len(f.held))
         if out["verdict"] == J.PASS:
             if memo is not None:  # each output alone: a backward may mishandle one output's gradient
                 _per_output(problem, pos, u, vs, phi_for, memo, output_alone, tol, f)
@@ -239,95 +216,6 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         _bisect(problem, j, g, u, phi_for, scale, tol, vs, f, out)
     info["evaluations"] = info.get("evaluations", 0) + evals[0]
     return found
-
-
-@dataclasses.dataclass
-class _Side:
-    """One checked input's part of a directional check: autograd's vᵀJu, its tolerance (atol projected),
-    the rounding bounds, the precision, the direction u, vᵀJ (held elements 0) and x (held elements 0)."""
-
-    analytic: float
-    tol: ToleranceUsed
-    rounding: dict[str, float]
-    precision: str
-    u: torch.Tensor
-    g: torch.Tensor | None
-    x_seen: torch.Tensor
-
-
-def _all_moved(problem: Problem, ts: list[float], us: list[torch.Tensor]) -> list[torch.Tensor]:
-    """The outputs with every checked input moved at once, x_j + t u_j, for each t: a loop of plain calls
-    on fresh tensors (the steps of one directional stage are few)."""
-    import torch
-
-    xs, rows = list(problem.inputs), []
-    for t in ts:
-        for j, u in zip(problem.diff, us):
-            x = problem.inputs[j].detach()
-            xs[j] = (x + t * u).to(x.dtype)
-        rows.append(problem.call(*xs))
-    return [torch.stack([r[k] for r in rows]) for k in range(len(problem.outputs))]
-
-
-def _accepted_at_once(phi_many: Batched, sides: list[tuple[float, ToleranceUsed, dict[str, float], str]]
-                      ) -> dict[str, Any] | None:
-    """The quick stage (Richardson at h and 2h) of every input moved at once: vᵀJu summed over the inputs
-    against the numeric derivative of phi. Accepted only if each input's own check would pass with the
-    whole discrepancy laid on that input (its tolerance, its rounding bounds, its precision): so no input's
-    error hides under another's larger allowance. None where it is not accepted (each input is then checked
-    on its own, which decides)."""
-    h = QUICK_STEP
-    values, size = phi_many([h, -h, 2 * h, -2 * h])
-    quick = _richardson(values, h)
-    natural = max(1.0, size)
-    total = math.fsum(a for a, _, _, _ in sides)
-    d = total - quick
-    allowed = math.inf
-    for analytic, tol, rounding, precision in sides:
-        err = 1.5 * EPS64 * (size + rounding["perturbation"]) / h
-        judged = J.judge(analytic, analytic - d, tol, observed_bound=rounding["dot_rounding"], reference_bound=err,
-                         scale=natural, precision=precision)
-        if int(judged.verdict) != J.PASS:
-            return None
-        allowed = min(allowed, judged.first_allowed())
-    pert = math.sqrt(sum(r["perturbation"] ** 2 for _, _, r, _ in sides))
-    return {"autograd": total, "numeric": quick, "error_bound": 1.5 * EPS64 * (size + pert) / h,
-            "scheme": "richardson (h, 2h), every input at once", "evaluations": 4, "allowed": allowed}
-
-
-def _all_at_once(problem: Problem, sides: list[_Side], vs: list[torch.Tensor], tol: ToleranceUsed,
-                 phi_for: Callable[..., Batched],
-                 output_alone: Callable[[int], tuple[torch.Tensor | None, ...] | None],
-                 comparisons: list[dict[str, Any]]) -> bool:
-    """Every input's check passed at once (all outputs together, then each output alone): one batch of
-    evaluations instead of one per input. False where anything was not accepted."""
-    import torch
-
-    us = [side.u for side in sides]
-    memo: dict[tuple[float, ...], list[torch.Tensor]] | None = {} if len(problem.outputs) > 1 else None
-    out = _accepted_at_once(phi_for(None, us, memo=memo),
-                            [(s.analytic, s.tol, s.rounding, s.precision) for s in sides])
-    if out is None:
-        return False
-    if memo is not None:  # each output alone, from the same evaluations
-        for k in range(len(problem.outputs)):
-            grads = output_alone(k)
-            if grads is None:
-                continue
-            weights = [v if i == k else torch.zeros_like(v) for i, v in enumerate(vs)]
-            parts = []
-            for pos, j in enumerate(problem.diff):
-                g = grads[pos]
-                gk, seen = _without_held(None if g is None else g.detach().to(torch.float64),
-                                         problem.inputs[j].detach())
-                u = us[pos]
-                parts.append((0.0 if gk is None else float((gk * u).sum()), _projected(tol, u, [weights[k]]),
-                              _rounding(gk, u, seen), sides[pos].precision))
-            if _accepted_at_once(phi_for(None, us, weights, memo), parts) is None:
-                return False
-    names = ", ".join(problem.names[j] for j in problem.diff)
-    comparisons.append({"input": names, "together": True, **out, "verdict": "pass", "reason": ""})
-    return True
 
 
 def _per_output(problem: Problem, pos: int, u: torch.Tensor, vs: list[torch.Tensor],
@@ -384,16 +272,12 @@ def _sizes(x: torch.Tensor) -> torch.Tensor:
     return x.detach().abs().to(torch.float64).nan_to_num(nan=1.0, posinf=1.0).clamp_min(1.0)
 
 
-def _rounding(g: torch.Tensor | None, u: torch.Tensor, x: torch.Tensor, gu: torch.Tensor | None = None
-              ) -> dict[str, float]:
-    """The typical rounding the moved inputs add to phi, and a bound on the rounding of g . u (*gu*: g * u,
-    when the caller has it)."""
+def _rounding(g: torch.Tensor | None, u: torch.Tensor, x: torch.Tensor) -> dict[str, float]:
+    """The typical rounding the moved inputs add to phi, and a bound on the rounding of g . u."""
     if g is None:
         return {"perturbation": 0.0, "dot_rounding": 0.0}
-    import torch
-
-    perturbation = EPS64 * float(torch.linalg.vector_norm(g * x.to(g.dtype)))
-    dot = 4 * EPS64 * float((g * u if gu is None else gu).abs().sum()) * math.sqrt(max(u.numel(), 1))
+    perturbation = EPS64 * float((g * x.to(g.dtype)).norm())
+    dot = 4 * EPS64 * float((g * u).abs().sum()) * math.sqrt(max(u.numel(), 1))
     return {"perturbation": perturbation, "dot_rounding": dot}
 
 

@@ -5,6 +5,7 @@ them, with exact counts. Both check modes fill them; records and ``result.mismat
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -32,13 +33,14 @@ SMALL_BLOCK = 64  # a passed block of at most this many entries is summarized in
 
 
 def _relative(diff: float, ref: float) -> float:
-    """|diff| / |ref| as torch computes it for a finite diff (0 where diff is 0; inf for NaN)."""
+    """|diff| / |ref| as the tensor path reports it for a finite diff: 0 where diff is 0, the largest
+    float where the quotient is infinite (nan_to_num), inf for NaN."""
     if diff == 0:
         return 0.0
     size = abs(ref)
-    if size == 0:
-        return math.inf
-    q = diff / size
+    q = diff / size if size else math.inf
+    if q == math.inf:
+        return sys.float_info.max
     return q if q == q else math.inf
 
 
