@@ -54,7 +54,6 @@ class Judged:
     ref: torch.Tensor  # the reference, float64, broadcast to the verdicts' shape
     evidence: torch.Tensor  # SAFETY times the error bounds (inf where a bound is NaN)
     all_pass: bool = False  # known without looking at the verdicts (the common case)
-    one: tuple[float, float, float] | None = None  # one comparison that passed: (diff, ref, evidence) as floats
 
     @property
     def rtol_term(self) -> torch.Tensor:
@@ -63,12 +62,6 @@ class Judged:
     @property
     def allowed(self) -> torch.Tensor:
         return self.atol + self.rtol_term + self.evidence
-
-    def first_allowed(self) -> float:
-        """The allowance of the first (or only) comparison, as a float."""
-        if self.one is not None:
-            return self.atol + self.rtol * abs(self.one[1]) + self.one[2]
-        return float(self.allowed.reshape(-1)[0])
 
     def take(self, index: torch.Tensor) -> Judged:
         """The judged entries at *index* (a boolean mask or flat indices), flattened."""
@@ -110,7 +103,7 @@ def judge(observed: torch.Tensor | float, reference: torch.Tensor | float, tol: 
         if passed is not None:  # the same rule as below, in Python floats: one comparison costs few tensor ops
             zero = torch.zeros((), dtype=torch.int8)
             diff, ref, evidence = torch.tensor(passed, dtype=torch.float64).unbind()
-            return Judged(zero, zero, diff, tol.atol, tol.rtol, ref, evidence, True, passed)
+            return Judged(zero, zero, diff, tol.atol, tol.rtol, ref, evidence, True)
     if isinstance(observed, float):
         observed = torch.tensor(observed, dtype=torch.float64)
     if isinstance(reference, float):
