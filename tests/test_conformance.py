@@ -566,3 +566,28 @@ def test_an_empty_input_has_nothing_to_perturb_and_says_so(mode):
             raise RuntimeError("no backward for empty tensors")
 
     assert ga.check(Raises.apply, (x,), mode=mode).verdict == "error"
+
+
+class Huge(torch.autograd.Function):
+    """1e154 x^2, whose backward is off by a factor 3.5 (7e154 x instead of 2e154 x)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return 1e154 * x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 7e154 * x
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_values_whose_squares_overflow_are_still_judged(mode):
+    """|f| near 1e154: the squares summed into directional mode's rounding term overflow to inf, and an
+    infinite error bound allowed any gradient (the factor 3.5 passed in directional mode). The norm is
+    taken without overflow now, and an infinite bound never accepts: the wrong backward fails in every
+    mode and the right one, 2e154 x, passes."""
+    x = torch.tensor([0.5, 1.5, 2.0], dtype=F64, requires_grad=True)
+    assert ga.check(Huge.apply, (x,), mode=mode).verdict == "fail"
+    assert ga.check(lambda x: 1e154 * x * x, (x,), mode=mode).verdict == "pass"

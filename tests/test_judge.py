@@ -107,3 +107,15 @@ def test_judging_never_touches_autograd_state():
     y = x * 2  # requires grad: the judge detaches, so no warning, no graph
     j = J.judge(y, t(2.0, 2.0, 2.0), CHECK)
     assert not j.diff.requires_grad and verdicts(j) == ["pass"] * 3
+
+
+def test_an_infinite_or_nan_error_bound_never_accepts():
+    # an overflowed bound allows everything: |1 - 3.5| = 2.5 is "within" inf, so it must not pass, even
+    # against an infinite natural scale (inf <= 1e-3 * inf holds in float arithmetic) or a NaN bound
+    for bound, scale in ((math.inf, math.inf), (math.inf, 1.0), (math.nan, 1.0), (math.nan, math.inf)):
+        j = J.judge(t(1.0), t(3.5), CHECK, reference_bound=bound, scale=scale)
+        assert verdicts(j) == ["inconclusive"] and int(j.reason[0]) == J.COARSE, (bound, scale)
+    # the same on one scalar (the Python-float path) and on a block whose other entries are fine
+    assert J.NAMES[int(J.judge(1.0, 3.5, CHECK, reference_bound=math.inf, scale=math.inf).verdict)] == "inconclusive"
+    j = J.judge(t(1.0, 2.0), t(3.5, 2.0), CHECK, reference_bound=t(math.inf, 1e-15), scale=t(math.inf, 2.0))
+    assert verdicts(j) == ["inconclusive", "pass"]

@@ -157,6 +157,8 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
             terms = [o * v.reshape(1, -1) for o, v in zip(outs, ws)]
             total = torch.stack([term.sum(1) for term in terms]).sum(0)
             size = float(torch.stack([term.square().sum(1) for term in terms]).sum(0).max()) ** 0.5
+            if size == math.inf:  # the squares overflowed (|terms| above 1e154): the same norm, scaled first
+                size = _scaled_norm(terms)
             return total.tolist(), size
         return phi_many
 
@@ -272,11 +274,25 @@ def _sizes(x: torch.Tensor) -> torch.Tensor:
     return x.detach().abs().to(torch.float64).nan_to_num(nan=1.0, posinf=1.0).clamp_min(1.0)
 
 
+def _scaled_norm(terms: list[torch.Tensor]) -> float:
+    """The largest 2-norm over rows (dim 1) of the terms together, computed without overflow: the terms
+    divided by their largest magnitude first (inf only where a term itself is not finite)."""
+    import torch
+
+    peak = max((float(t.abs().max()) for t in terms if t.numel()), default=0.0)
+    if not (math.isfinite(peak) and peak > 0):
+        return math.inf if peak != 0.0 else 0.0
+    return peak * float(torch.stack([(t / peak).square().sum(1) for t in terms]).sum(0).max()) ** 0.5
+
+
 def _rounding(g: torch.Tensor | None, u: torch.Tensor, x: torch.Tensor) -> dict[str, float]:
     """The typical rounding the moved inputs add to phi, and a bound on the rounding of g . u."""
     if g is None:
         return {"perturbation": 0.0, "dot_rounding": 0.0}
-    perturbation = EPS64 * float((g * x.to(g.dtype)).norm())
+    product = g * x.to(g.dtype)
+    perturbation = EPS64 * float(product.norm())
+    if perturbation == math.inf:  # |g x| above 1e154: the same norm without overflow
+        perturbation = EPS64 * _scaled_norm([product.reshape(1, -1)])
     dot = 4 * EPS64 * float((g * u).abs().sum()) * math.sqrt(max(u.numel(), 1))
     return {"perturbation": perturbation, "dot_rounding": dot}
 

@@ -126,7 +126,8 @@ def judge(observed: torch.Tensor | float, reference: torch.Tensor | float, tol: 
         top = float(bound.max()) if bound.numel() else 0.0
         size = torch.as_tensor(scale if scale is not None else 0.0, dtype=torch.float64)
         floor = float(size.min()) if size.numel() else 0.0
-        if top <= limit * floor or top == 0.0:
+        # an infinite (or NaN) bound allows anything: it never accepts, whatever the scale (below: COARSE)
+        if math.isfinite(top) and (top <= limit * floor or top == 0.0):
             zeros = torch.zeros(obs.shape, dtype=torch.int8)
             return Judged(zeros, zeros, diff, tol.atol, tol.rtol, ref, bound.expand_as(obs), True)
     bound = bound.expand_as(obs)
@@ -138,7 +139,8 @@ def judge(observed: torch.Tensor | float, reference: torch.Tensor | float, tol: 
     magnitude = torch.maximum(ref.abs(), obs.abs()).nan_to_num(nan=0.0, posinf=0.0)
     if scale is not None:
         magnitude = torch.maximum(magnitude, torch.as_tensor(scale, dtype=torch.float64))
-    coarse = ~(bound <= limit * magnitude) & (bound > 0)
+    # a bound that is not finite (overflow, NaN) can decide nothing, even against an infinite scale
+    coarse = (evidence > 0) & ~(torch.isfinite(bound) & (bound <= limit * magnitude))
     beyond = (within & (diff > tolerance) & (bound > tolerance)) if not tol.default else None
     if (bool(within.all()) and bool(torch.isfinite(diff).all()) and not bool(coarse.any())
             and (beyond is None or not bool(beyond.any()))):
