@@ -568,6 +568,32 @@ def test_an_empty_input_has_nothing_to_perturb_and_says_so(mode):
     assert ga.check(Raises.apply, (x,), mode=mode).verdict == "error"
 
 
+class EmptyOut(torch.autograd.Function):
+    """x[:0] * 2 (an empty output), whose backward returns ones instead of the zero gradient vᵀJ = 0."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.shape = x.shape
+        return x[:0] * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return torch.ones(ctx.shape, dtype=g.dtype)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_empty_output_has_no_jacobian_entry_and_a_zero_gradient(mode):
+    """pdist of one row and repeat with a zero count (OpInfo samples) return no element: the Jacobian has no
+    entry, so vᵀJ is 0 for every v. The right backward passes with 0 values compared and the note says why; a
+    backward that returns a non-zero gradient for it fails, in every mode."""
+    x = leaf(4, seed=3)
+    res = ga.check(lambda x: x[:0] * 2, (x,), mode=mode)
+    assert res.ok and res.records[0].discrepancy.total == 0, res
+    assert any("every output is empty" in note for note in res.info["notes"])
+    res = ga.check(EmptyOut.apply, (x,), mode=mode)
+    assert res.verdict == "fail" and "non-zero" in res.records[0].reason, res
+
+
 class Huge(torch.autograd.Function):
     """1e154 x^2, whose backward is off by a factor 3.5 (7e154 x instead of 2e154 x)."""
 

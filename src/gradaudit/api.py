@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from . import judge as J
 from .errors import EvaluationError, GradientMismatch, InputMutated, NotDeterministic, SpecError
-from .evaluate import Info, Problem, grad
+from .evaluate import TINY, Info, Problem, grad
 from .findings import Findings
 from .guard import CheckTimeout, time_limit
 from .naming import Described, describe, rerun
@@ -507,15 +507,29 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
     # random, non-unit output weights of either sign, |v| in [0.5, 1.5): a backward must use grad_output
     vs = []
     for o in problem.outputs:
-        s = torch.rand(o.shape, generator=gen, dtype=torch.float64).mul_(2).sub_(1)
+        s = torch.rand(o.shape, generator=gen, dtype=torch.float64)
+        if s.numel() <= TINY:  # the same IEEE operations in Python floats: sign(s) (|s| + 0.5), s = 2 r - 1
+            values = [(1.0 if t > 0 else -1.0 if t < 0 else 0.0) * (abs(t) + 0.5)
+                      for t in (r * 2 - 1 for r in s.reshape(-1).tolist())]
+            vs.append(torch.tensor(values, dtype=torch.float64).reshape(o.shape))
+            continue
+        s = s.mul_(2).sub_(1)
         vs.append(s.sign().mul_(s.abs_().add_(0.5)))
-    empty = not any(problem.inputs[j].numel() for j in problem.diff)
+    no_input = not any(problem.inputs[j].numel() for j in problem.diff)
+    no_output = not any(o.numel() for o in problem.outputs)
+    empty = no_input or no_output
     grads, extra = _metadata(problem, vs, nondet_tol, again=not empty)
-    if empty:  # no element to perturb: nothing numeric to compare; the gradients' dtype, shape, device stand
+    if empty:  # no element to perturb, or no output element: the Jacobian has no entry to compare
         found = {j: Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
                              [tuple(o.shape) for o in problem.outputs]) for j in problem.diff}
-        problem.notes.append("every checked input is empty: no element to perturb, so only the gradients' dtype, "
-                             "shape and device are checked")
+        if no_input:
+            problem.notes.append("every checked input is empty: no element to perturb, so only the gradients' dtype, "
+                                 "shape and device are checked")
+        else:
+            problem.notes.append("every output is empty: the Jacobian has no entry, so the gradients must be zero; "
+                                 "they and their dtype, shape and device are checked")
+            for pos, j in enumerate(problem.diff):
+                _zero_gradient(problem, found[j], grads[pos])
         info["notes"] = problem.notes
     elif mode == "full":
         confirmed: dict[int, Findings] = {}
@@ -559,6 +573,21 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                                           expected=expected[problem.diff.index(j)]))
             findings.append(f)
     return records, findings
+
+
+def _zero_gradient(problem: Problem, f: Findings, g: torch.Tensor | None) -> None:
+    """With no output element, vᵀJ is zero for every v: a gradient with a non-zero (or NaN) entry is wrong."""
+    if g is None:
+        return
+    bad = (g.detach() != 0).reshape(-1)
+    if not bool(bad.any()):
+        return
+    from .findings import unravel
+
+    at = int(bad.nonzero()[0])
+    f.extra.append(Comparison(Location(f.name, unravel(at, f.shape)), 0.0, float(g.detach().reshape(-1)[at]), None,
+                              "fail", "value", f"autograd's gradient of '{f.name}' holds {int(bad.sum())} non-zero "
+                              "value(s) although every output is empty (vᵀJ is zero for every v)"))
 
 
 HELD_SHOWN = 4  # non-finite elements named in a record's reason; the count is always whole
@@ -797,6 +826,13 @@ def _expected(problem: Problem, expected: Sequence[Any]) -> dict[int, tuple[Find
 
 # -- records ---------------------------------------------------------------------------------------
 
+def _problem_meta(problem: Problem) -> tuple[InputMeta, ...]:
+    """The inputs' metadata, as every record of one check states it (made once per check)."""
+    if problem.meta is None:
+        problem.meta = _inputs_meta(problem.inputs, problem.names, problem.diff)
+    return problem.meta  # type: ignore[no-any-return]
+
+
 def _inputs_meta(problem_inputs: Sequence[Any], names: Sequence[str], diff: Sequence[int]) -> tuple[InputMeta, ...]:
     import torch
 
@@ -850,7 +886,7 @@ def _vjp_record(problem: Problem, j: int, f: Findings, mode: str, tol: Tolerance
     dtype = str(x.dtype).removeprefix("torch.")
     return Record(
         suite="check", check=label, function=who.source, function_name=who.name,
-        inputs=_inputs_meta(problem.inputs, problem.names, problem.diff), input=problem.names[j],
+        inputs=_problem_meta(problem), input=problem.names[j],
         derivation="autograd's backward (vᵀJ with random non-unit v) against finite differences",
         method="vjp", stored_or_returned="returned", tolerance=tol, source=repro, executed=True,
         verdict=f.verdict, outcome=J.outcome(f.verdict), reason=_summary(f),  # type: ignore[arg-type]
@@ -870,7 +906,7 @@ def _method_record(problem: Problem, j: int, f: Findings, method: str, derivatio
                         precision=dtype)
     return Record(
         suite="check", check=label, function=who.source, function_name=who.name,
-        inputs=_inputs_meta(problem.inputs, problem.names, problem.diff), input=problem.names[j],
+        inputs=_problem_meta(problem), input=problem.names[j],
         analytical_gradient=None if expected is None else to_json(expected),
         derivation=derivation, method=method, stored_or_returned="returned", tolerance=tol, source=repro,
         executed=True, verdict=f.verdict, outcome=J.outcome(f.verdict), reason=_summary(f),  # type: ignore[arg-type]

@@ -35,6 +35,9 @@ ANALYTIC_LOOP = 64  # at most this many vᵀJ rows: plain backward passes (torch
 CHUNK_BYTES = 16 * 2**20  # per batched call: under glibc's mmap threshold (BENCH_ANCHORS); 16 MB measured
 # faster than 32 MB for the MLP at N = 3000 (300 against 510 ms) and no slower for A @ x
 Info = dict[str, Any]
+TINY = 64  # tensors of at most this many elements are read as Python floats where that saves tensor operations
+#: float64's eps^(1/3) and eps^(1/2), as steps() computes them (torch.finfo(torch.float64).eps ** p)
+EPS_POWERS = {"cbrt": 2.220446049250313e-16 ** (1 / 3), "sqrt": 2.220446049250313e-16 ** 0.5}
 
 
 @dataclass
@@ -60,6 +63,7 @@ class Problem:
     keep: list[int] | None = None  # the (flattened) outputs that are checked; None: all of them
     point: tuple[list[Any], list[torch.Tensor]] | None = None  # leaves and outputs of the first forward (its graph)
     needs_grad: bool = False  # differentiates inside (fails with gradients off): evaluated with them on
+    meta: Any = None  # the records' description of the inputs (made once by the caller)
 
     def call(self, *xs: torch.Tensor) -> list[torch.Tensor]:
         """The function's outputs as a list; its exceptions become EvaluationError('function').
@@ -391,13 +395,17 @@ def _agree(got: torch.Tensor, want: torch.Tensor, noise: torch.Tensor) -> bool:
 
 # -- numeric columns -------------------------------------------------------------------------
 
-def steps(x: torch.Tensor, base: float | None = None) -> torch.Tensor:
+def steps(x: torch.Tensor, base: float | None = None, *, finite: bool = False) -> torch.Tensor:
     """Steps *base* * max(1, |x|) per element (default cbrt(eps), the central-difference optimum), made
-    exactly representable: (x + h) - x."""
+    exactly representable: (x + h) - x. *finite*: the caller knows every element of x is finite (then
+    (x + h) - x > 0 everywhere, and the masking below changes nothing)."""
     import torch
 
     if base is None:
         base = torch.finfo(x.dtype).eps ** (1 / 3)
+    if finite:
+        h = x.detach().abs().clamp_min_(1.0).mul_(base)
+        return (x.detach() + h).sub_(x.detach())
     # a non-finite element (a masked -inf) is held at its value: a finite step leaves it where it is,
     # so its column measures that the function does not move, instead of inf - inf = NaN
     x = x.detach()
@@ -414,7 +422,10 @@ def held(x: torch.Tensor) -> torch.Tensor | None:
 
     if not x.is_floating_point():
         return None
-    if math.isfinite(float(x.detach().sum())):  # every element finite (a sum that overflows looks closer)
+    if x.numel() <= TINY:
+        if all(map(math.isfinite, x.detach().reshape(-1).tolist())):  # a few values: read in Python
+            return None
+    elif math.isfinite(float(x.detach().sum())):  # every element finite (a sum that overflows looks closer)
         return None
     finite = torch.isfinite(x.detach().reshape(-1))
     return None if bool(finite.all()) else (~finite).nonzero().flatten()
@@ -450,7 +461,43 @@ def unit_rows(x: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
 
 def central_columns(problem: Problem, j: int, cols: torch.Tensor, h: torch.Tensor, info: Info) -> list[torch.Tensor]:
     """Central-difference Jacobian columns *cols* of input j with steps h[cols], per output as (len(cols), M_k)."""
+    if 2 * len(cols) <= SMALL_BATCH or problem.vmap.get(j) is False or problem.random is not False:
+        return _central_loop(problem, j, cols, h[cols], info)  # the loop batched_outputs would run
     return numeric_columns(problem, j, unit_rows(problem.inputs[j], cols), h[cols], info)
+
+
+def _central_loop(problem: Problem, j: int, cols: torch.Tensor, hs: torch.Tensor, info: Info) -> list[torch.Tensor]:
+    """:func:`numeric_columns` along unit directions, evaluated as batched_outputs' loop evaluates them, with
+    fewer tensor operations: the same points (x + h e_c is x + 0.0 away from c, so -0.0 reads +0.0 there, and
+    x - h e_c is x), contiguous and independent, the same order of calls (every x + h e_c, then every x - h e_c),
+    the same quotients."""
+    import torch
+
+    x = problem.inputs[j].detach()
+    n = len(cols)
+    at = cols.tolist()
+    there = x.reshape(-1)[cols]
+    hs = hs if hs.dtype == x.dtype else hs.to(x.dtype)
+    up_values, down_values = (there + hs).tolist(), (there - hs).tolist()
+    info.setdefault("evaluation", "loop")
+    xs, call = list(problem.inputs), problem.call
+    up_base = (x + 0.0).contiguous()
+    rows = []
+    with torch.no_grad():
+        for base, values in ((up_base, up_values), (x, down_values)):
+            for c, value in zip(at, values):
+                point = base.clone(memory_format=torch.contiguous_format)
+                point.view(-1)[c] = value
+                xs[j] = point
+                rows.append(call(*xs))
+    info["evaluations"] = info.get("evaluations", 0) + 2 * n
+    scale = (2 * hs.to(torch.float64)).reshape(-1, 1)
+    out = []
+    for k in range(len(problem.outputs)):
+        o = torch.stack([r[k] for r in rows])
+        diff = torch.sub(o[:n], o[n:]).reshape(n, -1)
+        out.append(diff.div_(scale) if diff.dtype == torch.float64 else diff.to(torch.float64).div_(scale))
+    return out
 
 
 def far_outputs(problem: Problem, j: int, batch: torch.Tensor, info: Info) -> list[torch.Tensor]:

@@ -180,6 +180,24 @@ class Findings:
         self.max_rel = max(self.max_rel, rel)
         return counted
 
+    def add_passed_values(self, diffs: list[float], refs: list[float], width: int, output: int | None,
+                          cols: list[int]) -> int:
+        """:meth:`add` for a block that passed whole, given as Python floats: |observed - reference| and the
+        reference, row-major over output elements 0, 1, ... by the input elements *cols* (*width* of them).
+        The same counts, largest differences and location as :meth:`_add_passed`."""
+        counted = len(diffs)
+        self.total += counted
+        if not counted:
+            return counted
+        largest = max(diffs)
+        at = diffs.index(largest)  # the first largest, as argmax
+        rel = max(map(_relative, diffs, refs))
+        if largest > self.max_abs or self.at is None:
+            self.max_abs = largest
+            self.at = self.location(output, at // width, cols[at % width])
+        self.max_rel = max(self.max_rel, rel)
+        return counted
+
     def unheld(self, cols: torch.Tensor) -> torch.Tensor:
         """*cols* without the held (non-finite) input elements."""
         import torch

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from . import judge as J
 from .evaluate import (
+    EPS_POWERS,
     SMALL_BATCH,
     Info,
     OutOfDomain,
@@ -264,14 +265,24 @@ def _quick(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tenso
     # a sparse Jacobian: column groups; the columns of a group with an entry they did not accept come here
     todo = _quick_colored(problem, j, analytic, tol, found, info)
     x = problem.inputs[j]
-    h = steps(x).reshape(-1)
+    count = n if todo is None else len(todo)
+    given: list[torch.Tensor] | None = None
+    if todo is None and found.held is None and 2 * n <= SMALL_BATCH and max(1, _chunk(problem, 2 * n) // 2) >= n:
+        tiny = _quick_tiny(problem, j, analytic, tol, found, info)
+        if tiny is True:
+            return torch.zeros(0, dtype=torch.long)  # every entry accepted
+        if tiny is not None:
+            given, h = tiny  # the same central columns, as tensors: judged below
+    if given is None:
+        h = steps(x, finite=found.held is None).reshape(-1)
     affine = todo is None and n > SMALL_BATCH and _affine(problem, j, info)
     step = steps(x, 1.0).reshape(-1) if affine else h
-    count = n if todo is None else len(todo)
     width = max(1, _chunk(problem, 2 * count) // (1 if affine else 2))
     for a in range(0, count, width):
         cols = torch.arange(a, min(n, a + width)) if todo is None else todo[a:a + width]
         numeric = None
+        if given is not None:  # _quick_tiny's columns: all n of them, one chunk
+            numeric, used, given = given, h, None
         if affine:
             try:
                 numeric = forward_columns(problem, j, cols, step[cols], info)
@@ -286,6 +297,8 @@ def _quick(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tenso
         for k, num in enumerate(numeric):
             ana = _columns(analytic, None, j, k, slice(a, a + len(cols)) if todo is None else cols)
             obs = torch.zeros_like(num) if ana is None else ana
+            if _accepted(problem, j, k, obs, num, used, cols, tol, found):
+                continue
             judged = J.judge(obs, num, tol, reference_bound=_rounding(problem, k, used),
                              scale=_scale(problem, j, k, cols), precision=_precision(problem, j))
             rows = torch.arange(num.shape[0]).reshape(-1, 1)
@@ -302,6 +315,101 @@ def _quick(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tenso
                 found.add(judged.columns(clean), obs[:, clean], num[:, clean], output=k, rows=rows,
                           cols=cols[clean].reshape(1, -1))
     return found.unheld(torch.unique(torch.cat(suspect))) if suspect else torch.zeros(0, dtype=torch.long)
+
+
+def _quick_tiny(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None], tol: ToleranceUsed,
+                found: Findings, info: Info) -> Literal[True] | tuple[list[torch.Tensor], torch.Tensor] | None:
+    """The quick stage of a tiny input (at most SMALL_BATCH / 2 finite float64 elements, float64 outputs, at
+    most judge.SMALL entries), in Python floats: the steps of :func:`steps`, the points and the order of
+    calls of the loop that :func:`central_columns` runs, the same quotients, and judge's rule by
+    :func:`judge.accepts` with the bound of :func:`_rounding` and the scale of :func:`_scale`. Every
+    operation is the IEEE double operation the tensor path makes, so the evidence and the verdicts are
+    the same; only tensor operations are saved.
+
+    True: every entry accepted and counted. Otherwise the central columns as tensors (M_k, n) per output
+    and the steps, for the tensor path to judge (nothing counted). None: not tiny after all."""
+    import torch
+
+    x = problem.inputs[j].detach()
+    outs = problem.outputs
+    n = x.numel()
+    if x.dtype != torch.float64 or any(o.dtype != torch.float64 for o in outs) or n * sum(
+            o.numel() for o in outs) > J.SMALL:
+        return None
+    values = x.reshape(-1).tolist()
+    base = EPS_POWERS["cbrt"]
+    hs = []
+    for v in values:  # steps(x): max(1, |x|) cbrt(eps), made exact as (x + h) - x
+        h0 = max(abs(v), 1.0) * base
+        hs.append((v + h0) - v)
+    info.setdefault("evaluation", "loop")
+    xs, call, shape = list(problem.inputs), problem.call, x.shape
+    rows = []
+    up_base = [v + 0.0 for v in values]  # x + h e_c holds x + 0.0 away from c (-0.0 reads +0.0), x - h e_c holds x
+    grad_was = torch.is_grad_enabled()
+    torch.set_grad_enabled(False)
+    try:
+        for point_base, sign in ((up_base, 1.0), (values, -1.0)):
+            for c in range(n):
+                point = list(point_base)
+                point[c] = values[c] + hs[c] if sign > 0 else values[c] - hs[c]
+                xs[j] = torch.tensor(point, dtype=torch.float64).reshape(shape)  # contiguous and independent
+                rows.append(call(*xs))
+    finally:
+        torch.set_grad_enabled(grad_was)
+    info["evaluations"] = info.get("evaluations", 0) + 2 * n
+    twice = [2 * h for h in hs]
+    x_sizes = [max(abs(v), 1.0) for v in values]
+    precision = _precision(problem, j)
+    numeric: list[list[float]] = []
+    judged: list[list[float] | None] = []
+    for k, out in enumerate(outs):
+        up = [rows[c][k].reshape(-1).tolist() for c in range(n)]
+        down = [rows[n + c][k].reshape(-1).tolist() for c in range(n)]
+        m = out.numel()
+        num = [(up[c][r] - down[c][r]) / twice[c] for r in range(m) for c in range(n)]  # (M_k, n), row-major
+        numeric.append(num)
+        if not m:
+            judged.append([])
+            continue
+        block = analytic.get((j, k))
+        obs = [0.0] * (m * n) if block is None else block.reshape(-1).tolist()
+        fs = [max(abs(f), 1.0) for f in out.reshape(-1).tolist()]  # problem.f_size(k); NaN stays NaN
+        unit = ROUNDING_ULPS * torch.finfo(out.dtype).eps
+        diffs = J.accepts(obs, num, [unit * f / h for f in fs for h in hs], min(fs) / max(x_sizes), tol, precision)
+        judged.append(diffs)
+    if all(d is not None for d in judged):
+        cols = list(range(n))
+        for k, (diffs, num) in enumerate(zip(judged, numeric)):
+            found.add_passed_values(diffs, num, n, k, cols)  # type: ignore[arg-type]  # none is None here
+        return True
+    return ([torch.tensor(num, dtype=torch.float64).reshape(o.numel(), n) for num, o in zip(numeric, outs)],
+            torch.tensor(hs, dtype=torch.float64))
+
+
+def _accepted(problem: Problem, j: int, k: int, obs: torch.Tensor, num: torch.Tensor, h: torch.Tensor,
+              cols: torch.Tensor, tol: ToleranceUsed, found: Findings) -> bool:
+    """The quick stage's common case for a small block (M_k x len(cols)): every entry accepted, judged in
+    Python floats by :func:`judge.accepts` with the bound of :func:`_rounding` and the scale of :func:`_scale`,
+    and counted. False: nothing was counted, and the block is judged with tensors."""
+    import torch
+
+    m, w = num.shape
+    if found.held is not None or not 0 < m * w <= J.SMALL:
+        return False
+    out = problem.outputs[k]
+    unit = ROUNDING_ULPS * (torch.finfo(out.dtype).eps if out.is_floating_point() else 0.0)
+    fs, hs = problem.f_size(k).tolist(), h.tolist()
+    xs = problem.x_size(j)[cols].tolist()
+    # the smallest f_r / x_c (division is monotonic): what judge takes as the smallest natural size
+    floor = min(fs) / max(xs)
+    ref = num.reshape(-1).tolist()
+    diffs = J.accepts(obs.reshape(-1).tolist(), ref, [unit * f / hc for f in fs for hc in hs], floor, tol,
+                      _precision(problem, j))
+    if diffs is None:
+        return False
+    found.add_passed_values(diffs, ref, w, k, cols.tolist())
+    return True
 
 
 def _affine(problem: Problem, j: int, info: Info) -> bool:

@@ -163,6 +163,36 @@ def judge(observed: torch.Tensor | float, reference: torch.Tensor | float, tol: 
     return Judged(verdict, reason, diff, tol.atol, tol.rtol, ref, evidence)
 
 
+#: blocks of at most this many values may be accepted in Python floats (:func:`accepts`)
+SMALL = 256
+
+
+def accepts(observed: Sequence[float], reference: Sequence[float], reference_bound: Sequence[float], floor: float,
+            tol: ToleranceUsed, precision: str = "float64") -> list[float] | None:
+    """:func:`judge`'s common case in Python floats, for a few values: the differences |observed - reference|
+    when every value passes by judge's own rule (each within atol + rtol |reference| + SAFETY bound, and the
+    largest bound finite and fine against *floor*, the smallest natural size of the block), else None, and
+    then :func:`judge` decides each value. The same IEEE operations in the same order as judge's tensors, so
+    what this accepts judge accepts, with the same differences; it only saves the tensor operations."""
+    if not tol.default or floor != floor:
+        return None
+    limit = UNINFORMATIVE.get(precision, UNINFORMATIVE["float64"])
+    rtol, atol = tol.rtol, tol.atol
+    diffs = []
+    top = 0.0
+    for o, r, b in zip(observed, reference, reference_bound):
+        b = b * SAFETY
+        d = abs(o - r)
+        if not d <= abs(r) * rtol + atol + b:  # NaN anywhere: not accepted here
+            return None
+        if b > top:
+            top = b
+        diffs.append(d)
+    if not math.isfinite(top) or not (top <= limit * floor or top == 0.0):
+        return None
+    return diffs
+
+
 def _scalar_pass(obs: float, ref: float, tol: ToleranceUsed, obs_bound: float, ref_bound: float, scale: float,
                  limit: float) -> tuple[float, float, float] | None:
     """(diff, reference, evidence term) when one comparison passes by the rule of :func:`judge`; else None."""
