@@ -16,9 +16,13 @@ on ``GradcheckError``, "error" on any other exception; ``ga.check(fn, inputs, mo
 ``--case-timeout`` has its worker killed and replaced and gets "timeout"; a worker that dies (segfault,
 memory) gives "crash". Before the tools run, one forward (for the output size M) and one backward warm
 the op's kernels, so no tool pays the op's first-call cost. The wall time of each tool call is measured
-inside the worker, around the call only. Workers are spawned processes with one thread each
-(``torch.set_num_threads(1)``) and an address-space cap (``--mem-limit-gb``, default half the RAM shared out),
-so a huge dense Jacobian fails as a MemoryError-style "error" instead of taking the machine down.
+inside the worker, around the call only. Each tool runs up to ``--repeat`` times per case (default 5), the
+tools interleaved round by round so that all four are sampled across the same stretch of a shared machine's
+time; a case's time is the median of its calls (all of them are kept), and a call longer than
+``--repeat-under`` seconds is not repeated. The verdict is the first call's (a later call that disagrees is
+recorded: it would be a tool whose verdict is not a function of its inputs). Workers are spawned processes
+with one thread each (``torch.set_num_threads(1)``) and an address-space cap (``--mem-limit-gb``, default half
+the RAM shared out), so a huge dense Jacobian fails as a MemoryError-style "error" instead of taking the machine down.
 
 Each case also records N (checked input elements), M (elements of the floating/complex outputs), and
 whether OpInfo itself skips or expects failure for ``TestBwdGradients.test_fn_grad`` on CPU float64 (its
@@ -31,7 +35,8 @@ Results go to a JSON Lines file, one line per case, appended as each case finish
 what it had), plus a "run" line per invocation and a "first_call" line (cold-start timings, measured in
 fresh subprocesses after the sweep). The Markdown summary at the end is computed from that file.
 
-Run (from the repository root; the full op_db at K = 2 took five to eight minutes on one core with torch 2.13,
+Run (from the repository root; the full op_db at K = 2 took five to eight minutes on one core with torch 2.13
+at --repeat 1, and about twice that at the default --repeat 5,
 most of it gradcheck's slow mode on a few large cases):
     python bench/opinfo.py --workers 2 --out opinfo.jsonl
     python bench/opinfo.py --ops sin,matmul,nn.functional.conv2d --samples 1 --out few.jsonl
@@ -581,12 +586,38 @@ def sweep_op(worker: Worker, op_index: int, op: Any, args: argparse.Namespace, d
         meta.pop("status")
         record.update({k: meta.pop(k) for k in ("n", "m", "jac")})
         record["build"] = {"status": "ok", **meta}
-        record["tools"] = {tool: worker.call(("tool", op_index, index, tool), args.case_timeout) for tool in TOOLS}
+        record["tools"] = run_tools(worker, op_index, index, args)
         for result in record["tools"].values():
             result.pop("status", None)
         record["gradaudit_src"] = worker.src
         sink.write(record)
         progress(record)
+
+
+def run_tools(worker: Worker, op_index: int, index: int, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """The four tools on one case, in rounds: every tool once per round (so each is sampled across the same
+    stretch of time), up to --repeat rounds; a tool whose call took more than --repeat-under seconds, or did
+    not compare gradients, is not called again. The verdict and messages are the first call's; "seconds" is
+    the median of the calls' times, all of which are kept ("times"). A later call with another verdict is
+    recorded ("verdicts"): a tool whose verdict moved between identical calls."""
+    results: dict[str, dict[str, Any]] = {}
+    for _ in range(max(1, args.repeat)):
+        for tool in TOOLS:
+            first = results.get(tool)
+            if first is not None and (first["verdict"] not in CHECKED or not first["times"]
+                                      or first["times"][0] > args.repeat_under):
+                continue
+            result = worker.call(("tool", op_index, index, tool), args.case_timeout)
+            if first is None:
+                result["times"] = [] if result.get("seconds") is None else [result["seconds"]]
+                results[tool] = result
+                continue
+            if result.get("seconds") is not None:
+                first["times"].append(result["seconds"])
+                first["seconds"] = statistics.median(first["times"])
+            if result["verdict"] != first["verdict"]:
+                first.setdefault("verdicts", [first["verdict"]]).append(result["verdict"])
+    return results
 
 
 def select_ops(op_db: list[Any], names: str | None, limit: int | None) -> list[tuple[int, Any]]:
@@ -619,6 +650,7 @@ def run_sweep(args: argparse.Namespace, out: Path) -> None:
                 "git_commit": _git_commit(), "python": platform.python_version(), "platform": platform.platform(),
                 "ops": len(ops), "samples": args.samples, "workers": args.workers,
                 "case_timeout_s": args.case_timeout, "mem_limit_gb": args.mem_limit_gb, "resume": args.resume,
+                "repeat": args.repeat, "repeat_under_s": args.repeat_under,
                 "already_done": len(done)})
     print(f"{len(ops)} ops, up to {args.samples} samples each, {args.workers} worker(s) -> {out}", file=sys.stderr)
 
@@ -831,8 +863,10 @@ def _time_section(rows: list[dict[str, Any]]) -> list[str]:
                      f"{statistics.median(times) if times else 0:.4f} | {verdicts['timeout']} | {verdicts['crash']} |")
     lines += ["", "Ratios over the cases where both tools of the pair compared gradients (verdict pass, fail or "
               "inconclusive; errors, timeouts and crashes left out); ratio > 1 means gradaudit was faster. "
-              "Each time is one call on a possibly shared machine: per-case ratios of millisecond calls are noisy, "
-              "and a lone outlier below is worth re-running with --ops before reading anything into it.", ""]
+              "Each time is the median of the tool's calls on the case (up to --repeat of them, interleaved with "
+              "the other tools' calls; a call over --repeat-under seconds is made once) on a possibly shared "
+              "machine: per-case ratios of millisecond calls are still noisy, and a lone outlier below is worth "
+              "re-running with --ops before reading anything into it.", ""]
     for gc, ga in PAIRS:
         lines += [f"{gc} / {ga}:", "",
                   "| N·M bucket | cases | gradcheck s | gradaudit s | total ratio | median per-case ratio |",
@@ -852,6 +886,14 @@ def _time_section(rows: list[dict[str, Any]]) -> list[str]:
             lines.append(f"| {name} | {len(part)} | {gct:.1f} | {gat:.1f} | {_ratio(gct, gat)} | "
                          f"{median} |")
         nonempty = [r for r in both if r["jac"] and (_time(r, gc) or 0) > 0]
+        slow = [r for r in nonempty if (_time(r, ga) or 0.0) > 1.5 * (_time(r, gc) or 0.0)]
+        lines += ["", f"Cases where {ga} took more than 1.5 times {gc}'s time (N·M > 0): {len(slow)} of "
+                  f"{len(nonempty)}" + (f", {sum(r['jac'] <= 100 for r in slow)} of them with N·M ≤ 100" if slow
+                                        else "") + "."]
+        varied = [r for r in rows if r["tools"].get(ga, {}).get("verdicts") or r["tools"].get(gc, {}).get("verdicts")]
+        if varied:
+            lines.append("Cases whose verdict moved between identical calls: "
+                         + ", ".join(f"{_label(r)}#{r['sample']}" for r in varied) + ".")
         by_ratio = sorted(nonempty, key=lambda r: -(_time(r, ga) or 0.0) / (_time(r, gc) or 1.0))[:10]
         by_excess = sorted(nonempty, key=lambda r: (_time(r, gc) or 0.0) - (_time(r, ga) or 0.0))[:10]
         for title, chosen in ((f"The 10 cases where {ga} is slowest relative to {gc} (N·M > 0)", by_ratio),
@@ -963,6 +1005,11 @@ def main(argv: Iterable[str] | None = None) -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--samples", type=int, default=2, metavar="K", help="sample inputs per op (default 2)")
     parser.add_argument("--workers", type=int, default=1, metavar="W", help="worker processes (default 1)")
+    parser.add_argument("--repeat", type=int, default=5, metavar="K",
+                        help="calls per tool and case, interleaved across the tools; the time is their median "
+                             "(default 5; 1 for single calls)")
+    parser.add_argument("--repeat-under", type=float, default=0.25, metavar="S",
+                        help="repeat only calls that took at most S seconds (default 0.25)")
     parser.add_argument("--case-timeout", type=float, default=120.0, metavar="S",
                         help="cap in seconds on each tool call of a case (default 120)")
     parser.add_argument("--mem-limit-gb", type=float, default=None, metavar="G",

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import judge as J
-from .evaluate import Info, Problem, batched_outputs, held
+from .evaluate import SMALL_BATCH, Info, Problem, batched_outputs, held
 from .findings import Findings
 from .numeric import ridders_tableau
 from .record import Comparison, Location
@@ -115,9 +115,33 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                              slopes=pair, precision=precision)
             result["slopes"] = (float(pair[0]), float(pair[1]))
             result["evaluations"] += 3
-    result.update(verdict=int(judged.verdict), reason=int(judged.reason), allowed=float(judged.allowed),
+    result.update(verdict=int(judged.verdict), reason=int(judged.reason), allowed=_allowed(judged),
                   judged=judged, observed=analytic)
     return result
+
+
+def _allowed(judged: J.Judged) -> float:
+    """float(judged.allowed) of one judged value: atol + rtol |reference| (0 for an infinite one) + the
+    evidence term, in that order, in Python floats where the value passed (its terms are plain then)."""
+    if not (judged.all_pass and judged.ref.dim() == 0):
+        return float(judged.allowed)
+    size = abs(float(judged.ref))
+    return judged.atol + judged.rtol * (0.0 if size == math.inf else size) + float(judged.evidence)
+
+
+def _loop_along(problem: Problem, j: int, x: torch.Tensor, u: torch.Tensor, ts: list[float],
+                info: Info) -> list[torch.Tensor]:
+    """batched_outputs' loop at the points x + t u (t in *ts*): each point made on its own, contiguous, with
+    the values a row of the batch x + t u holds; the calls in the same order."""
+    import torch
+
+    info.setdefault("evaluation", "loop")
+    xs, call, rows = list(problem.inputs), problem.call, []
+    for t in ts:
+        point = x + t * u
+        xs[j] = (point if point.dtype == x.dtype else point.to(x.dtype)).contiguous()
+        rows.append(call(*xs))
+    return [torch.stack([r[k] for r in rows]) for k in range(len(problem.outputs))]
 
 
 def _projected(tol: ToleranceUsed, u: torch.Tensor, vs: list[torch.Tensor]) -> ToleranceUsed:
@@ -148,15 +172,23 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
             outs = None if memo is None else memo.get(tuple(ts))
             if outs is None:
                 evals[0] += len(ts)
-                t = torch.tensor(ts, dtype=torch.float64).reshape(-1, *([1] * x.dim()))
                 with torch.no_grad():
-                    got = batched_outputs(problem, j, (x + t * u).to(x.dtype), info)
-                outs = [o.to(torch.float64).reshape(len(ts), -1) for o in got]
+                    if len(ts) <= SMALL_BATCH:  # the loop batched_outputs runs, on the same points, without the batch
+                        got = _loop_along(problem, j, x, u, ts, info)
+                    else:
+                        t = torch.tensor(ts, dtype=torch.float64).reshape(-1, *([1] * x.dim()))
+                        got = batched_outputs(problem, j, (x + t * u).to(x.dtype), info)
+                outs = [o.reshape(len(ts), -1) if o.dtype == torch.float64 else o.to(torch.float64).reshape(len(ts), -1)
+                        for o in got]
                 if memo is not None and not memo:
                     memo[tuple(ts)] = outs
             terms = [o * v.reshape(1, -1) for o, v in zip(outs, ws)]
-            total = torch.stack([term.sum(1) for term in terms]).sum(0)
-            size = float(torch.stack([term.square().sum(1) for term in terms]).sum(0).max()) ** 0.5
+            if len(terms) == 1:  # one output: stacking and summing one tensor changes nothing
+                total = terms[0].sum(1)
+                size = float(terms[0].square().sum(1).max()) ** 0.5
+            else:
+                total = torch.stack([term.sum(1) for term in terms]).sum(0)
+                size = float(torch.stack([term.square().sum(1) for term in terms]).sum(0).max()) ** 0.5
             if size == math.inf:  # the squares overflowed (|terms| above 1e154): the same norm, scaled first
                 size = _scaled_norm(terms)
             return total.tolist(), size
@@ -193,10 +225,11 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
             u, sizes = u.masked_fill(~torch.isfinite(x), 0.0), _sizes(x)
         u = u / max(float(u.norm()), 1e-300) * sizes
         scale = 1.0
-        analytic = 0.0 if g is None else float((g * u).sum())
+        gu = None if g is None else g * u
+        analytic = 0.0 if gu is None else float(gu.sum())
         memo: dict[tuple[float, ...], list[torch.Tensor]] | None = {} if len(problem.outputs) > 1 else None
         out = judge_along(phi_for(j, u, memo=memo), analytic, _projected(tol, u, vs), scale=scale,
-                          **_rounding(g, u, x_seen), precision=str(x.dtype).removeprefix("torch."))
+                          **_rounding(g, u, x_seen, gu), precision=str(x.dtype).removeprefix("torch."))
         comparisons.append({"input": problem.names[j], "autograd": analytic,
                             **{k: v for k, v in out.items() if k not in ("judged", "observed", "verdict", "reason")},
                             "verdict": J.NAMES[out["verdict"]],
@@ -285,15 +318,17 @@ def _scaled_norm(terms: list[torch.Tensor]) -> float:
     return peak * float(torch.stack([(t / peak).square().sum(1) for t in terms]).sum(0).max()) ** 0.5
 
 
-def _rounding(g: torch.Tensor | None, u: torch.Tensor, x: torch.Tensor) -> dict[str, float]:
-    """The typical rounding the moved inputs add to phi, and a bound on the rounding of g . u."""
+def _rounding(g: torch.Tensor | None, u: torch.Tensor, x: torch.Tensor,
+              gu: torch.Tensor | None = None) -> dict[str, float]:
+    """The typical rounding the moved inputs add to phi, and a bound on the rounding of g . u (*gu*: g * u,
+    where the caller has it)."""
     if g is None:
         return {"perturbation": 0.0, "dot_rounding": 0.0}
-    product = g * x.to(g.dtype)
+    product = g * (x if x.dtype == g.dtype else x.to(g.dtype))
     perturbation = EPS64 * float(product.norm())
     if perturbation == math.inf:  # |g x| above 1e154: the same norm without overflow
         perturbation = EPS64 * _scaled_norm([product.reshape(1, -1)])
-    dot = 4 * EPS64 * float((g * u).abs().sum()) * math.sqrt(max(u.numel(), 1))
+    dot = 4 * EPS64 * float((g * u if gu is None else gu).abs().sum()) * math.sqrt(max(u.numel(), 1))
     return {"perturbation": perturbation, "dot_rounding": dot}
 
 
