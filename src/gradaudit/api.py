@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from . import evaluate as E
 from . import judge as J
 from .errors import EvaluationError, GradientMismatch, InputMutated, NotDeterministic, SpecError
 from .evaluate import TINY, Info, Problem, grad
@@ -211,8 +212,9 @@ def _evidence_copy(x: Any, *, float64: bool = True) -> Any:
 
 
 def _first_calls(problem: Problem) -> None:
-    """The first forward (its graph kept for the first backward), then a second at the same point: the
-    outputs must be tensors, the same both times (deterministic), and the inputs unchanged (not in place)."""
+    """The first forward (its graph kept for the first backward), then a second at the same point (unless
+    every checked input is empty): the outputs must be tensors, the same both times (deterministic), and the
+    inputs unchanged (not in place)."""
     import torch
 
     pristine = [x.clone() if torch.is_tensor(x) else None for x in problem.inputs]
@@ -234,6 +236,8 @@ def _first_calls(problem: Problem) -> None:
                 f"the function changes its input '{name}' in place (through .data, .copy_ or an in-place op under "
                 "no_grad), so every evaluation sees a different point and its gradient there is not defined. "
                 f"Work on a copy inside the function ({name} = {name}.clone()); the caller's tensor is untouched"))
+    if not any(problem.inputs[j].numel() for j in problem.diff):
+        return  # nothing to perturb, so no evaluation but this one: whether another would agree decides nothing
     with torch.no_grad():
         try:
             again = _outputs(problem.call(*problem.inputs))
@@ -508,7 +512,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
     vs = []
     for o in problem.outputs:
         s = torch.rand(o.shape, generator=gen, dtype=torch.float64)
-        if s.numel() <= TINY:  # the same IEEE operations in Python floats: sign(s) (|s| + 0.5), s = 2 r - 1
+        if E.LEAN and s.numel() <= TINY:  # the same IEEE operations in Python floats: sign(s) (|s| + 0.5), s = 2 r - 1
             values = [(1.0 if t > 0 else -1.0 if t < 0 else 0.0) * (abs(t) + 0.5)
                       for t in (r * 2 - 1 for r in s.reshape(-1).tolist())]
             vs.append(torch.tensor(values, dtype=torch.float64).reshape(o.shape))

@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from . import evaluate as E
 from . import judge as J
 from .evaluate import SMALL_BATCH, Info, Problem, batched_outputs, held
 from .findings import Findings
@@ -120,10 +121,75 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     return result
 
 
+def _scalar_preamble(x: torch.Tensor, u: torch.Tensor, g: torch.Tensor | None
+                     ) -> tuple[torch.Tensor, float, dict[str, float]]:
+    """The direction, vᵀJu and the rounding terms of a one-element input, as the tensor path computes them:
+    u / |u|_2 * max(1, |x|), g u, and :func:`_rounding`'s eps |g x|_2 and 4 eps |g u| (a one-element 2-norm
+    is sqrt(v * v), torch's as well)."""
+    import torch
+
+    uv, xv = u.item(), x.item()
+    uv = uv / max(math.sqrt(uv * uv), 1e-300) * max(abs(xv), 1.0)
+    direction = torch.tensor(uv, dtype=torch.float64).reshape(x.shape)
+    if g is None:
+        return direction, 0.0, {"perturbation": 0.0, "dot_rounding": 0.0}
+    gv = g.item()
+    gu, product = gv * uv, gv * xv
+    perturbation = EPS64 * math.sqrt(product * product)
+    if perturbation == math.inf:  # the square overflowed: _scaled_norm of one value is its magnitude
+        perturbation = EPS64 * abs(product)
+    # torch's sum starts from +0.0 (a sum of -0.0 is +0.0)
+    return direction, 0.0 + gu, {"perturbation": perturbation, "dot_rounding": 4 * EPS64 * abs(gu) * 1.0}
+
+
+def _scalar_phi(problem: Problem, j: int, xv: float, uv: float, ws: list[float],
+                memo: dict[tuple[float, ...], Any] | None, evals: list[int], info: Info) -> Batched:
+    """phi_many for a one-element input and scalar outputs, in Python floats: the points x + t u, the calls
+    in order (batched_outputs' loop), sum_k v_k f_k in order and the largest sqrt(sum_k (v_k f_k)^2), as the
+    tensor path sums them (in order, for at most 4 terms). *memo* keeps the first batch's outputs."""
+    import torch
+
+    shape = problem.inputs[j].shape
+
+    def phi_many(ts: list[float]) -> tuple[list[float], float]:
+        rows = None if memo is None else memo.get(tuple(ts))
+        if rows is None:
+            evals[0] += len(ts)
+            info.setdefault("evaluation", "loop")
+            xs, call, rows = list(problem.inputs), problem.call, []
+            grad_was = torch.is_grad_enabled()
+            torch.set_grad_enabled(False)
+            try:
+                for t in ts:
+                    xs[j] = torch.tensor(xv + t * uv, dtype=torch.float64).reshape(shape)
+                    rows.append([o.item() for o in call(*xs)])
+            finally:
+                torch.set_grad_enabled(grad_was)
+            if memo is not None and not memo:
+                memo[tuple(ts)] = rows
+        totals, largest = [], 0.0
+        for row in rows:
+            terms = [f * w for f, w in zip(row, ws)]
+            total, squares = 0.0 + terms[0], terms[0] * terms[0]  # torch's sums start from +0.0
+            for term in terms[1:]:
+                total, squares = total + term, squares + term * term
+            totals.append(total)
+            if squares != squares or largest != largest:  # NaN wins, as in torch's max
+                largest = math.nan
+            elif squares > largest:
+                largest = squares
+        size = largest ** 0.5
+        if size == math.inf:  # the squares overflowed: _scaled_norm on the same terms, as tensors
+            size = _scaled_norm([torch.tensor([[r[k] * ws[k]] for r in rows], dtype=torch.float64)
+                                 for k in range(len(ws))])
+        return totals, size
+    return phi_many
+
+
 def _allowed(judged: J.Judged) -> float:
     """float(judged.allowed) of one judged value: atol + rtol |reference| (0 for an infinite one) + the
     evidence term, in that order, in Python floats where the value passed (its terms are plain then)."""
-    if not (judged.all_pass and judged.ref.dim() == 0):
+    if not (E.LEAN and judged.all_pass and judged.ref.dim() == 0):
         return float(judged.allowed)
     size = abs(float(judged.ref))
     return judged.atol + judged.rtol * (0.0 if size == math.inf else size) + float(judged.evidence)
@@ -167,13 +233,15 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         reused by every choice of weights; one batch of outputs, no more, is held."""
         x = problem.inputs[j].detach()
         ws = vs if weights is None else weights
+        if scalars and x.numel() == 1 and x.dtype == torch.float64 and u.dtype == torch.float64:
+            return _scalar_phi(problem, j, x.item(), u.item(), [v.item() for v in ws], memo, evals, info)
 
         def phi_many(ts: list[float]) -> tuple[list[float], float]:
             outs = None if memo is None else memo.get(tuple(ts))
             if outs is None:
                 evals[0] += len(ts)
                 with torch.no_grad():
-                    if len(ts) <= SMALL_BATCH:  # the loop batched_outputs runs, on the same points, without the batch
+                    if E.LEAN and len(ts) <= SMALL_BATCH:  # batched_outputs' loop, on the same points, no batch
                         got = _loop_along(problem, j, x, u, ts, info)
                     else:
                         t = torch.tensor(ts, dtype=torch.float64).reshape(-1, *([1] * x.dim()))
@@ -209,6 +277,10 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
 
     found: dict[int, Findings] = {}
     comparisons = info.setdefault("directional", [])
+    # one-element inputs of functions with at most 4 scalar float64 outputs: in Python floats (_scalar_preamble,
+    # _scalar_phi), the same IEEE operations as the tensor path
+    scalars = E.LEAN and len(problem.outputs) <= 4 and all(
+        o.dtype == torch.float64 and o.numel() == 1 for o in problem.outputs)
     for pos, j in enumerate(problem.diff):
         x = problem.inputs[j].detach()
         f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
@@ -218,18 +290,26 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         f.held = held(x)
         given = grads[pos]
         g = None if given is None else given.to(torch.float64)
-        if f.held is None:
+        tiny = (scalars and x.numel() == 1 and x.dtype == torch.float64 and f.held is None
+                and (g is None or g.numel() == 1))
+        memo: dict[tuple[float, ...], Any] | None = {} if len(problem.outputs) > 1 else None
+        if tiny:  # one element, scalar outputs: the same arithmetic in Python floats (see _scalar_phi)
+            u, analytic, rounding = _scalar_preamble(x, u, g)
+            out = judge_along(phi_for(j, u, memo=memo), analytic, _projected(tol, u, vs), scale=1.0,
+                              **rounding, precision="float64")
+            gu = None
+        elif f.held is None:
             x_seen, sizes = x, x.abs().to(torch.float64).clamp_min(1.0)  # every element finite: _sizes(x)
         else:  # non-finite elements stay where they are, and their gradient is not judged
             g, x_seen = _without_held(g, x)
             u, sizes = u.masked_fill(~torch.isfinite(x), 0.0), _sizes(x)
-        u = u / max(float(u.norm()), 1e-300) * sizes
+        if not tiny:
+            u = u / max(float(torch.linalg.vector_norm(u)), 1e-300) * sizes
+            gu = None if g is None else g * u
+            analytic = 0.0 if gu is None else float(gu.sum())
+            out = judge_along(phi_for(j, u, memo=memo), analytic, _projected(tol, u, vs), scale=1.0,
+                              **_rounding(g, u, x_seen, gu), precision=str(x.dtype).removeprefix("torch."))
         scale = 1.0
-        gu = None if g is None else g * u
-        analytic = 0.0 if gu is None else float(gu.sum())
-        memo: dict[tuple[float, ...], list[torch.Tensor]] | None = {} if len(problem.outputs) > 1 else None
-        out = judge_along(phi_for(j, u, memo=memo), analytic, _projected(tol, u, vs), scale=scale,
-                          **_rounding(g, u, x_seen, gu), precision=str(x.dtype).removeprefix("torch."))
         comparisons.append({"input": problem.names[j], "autograd": analytic,
                             **{k: v for k, v in out.items() if k not in ("judged", "observed", "verdict", "reason")},
                             "verdict": J.NAMES[out["verdict"]],
@@ -322,10 +402,12 @@ def _rounding(g: torch.Tensor | None, u: torch.Tensor, x: torch.Tensor,
               gu: torch.Tensor | None = None) -> dict[str, float]:
     """The typical rounding the moved inputs add to phi, and a bound on the rounding of g . u (*gu*: g * u,
     where the caller has it)."""
+    import torch
+
     if g is None:
         return {"perturbation": 0.0, "dot_rounding": 0.0}
     product = g * (x if x.dtype == g.dtype else x.to(g.dtype))
-    perturbation = EPS64 * float(product.norm())
+    perturbation = EPS64 * float(torch.linalg.vector_norm(product))
     if perturbation == math.inf:  # |g x| above 1e154: the same norm without overflow
         perturbation = EPS64 * _scaled_norm([product.reshape(1, -1)])
     dot = 4 * EPS64 * float((g * u if gu is None else gu).abs().sum()) * math.sqrt(max(u.numel(), 1))

@@ -36,6 +36,10 @@ CHUNK_BYTES = 16 * 2**20  # per batched call: under glibc's mmap threshold (BENC
 # faster than 32 MB for the MLP at N = 3000 (300 against 510 ms) and no slower for A @ x
 Info = dict[str, Any]
 TINY = 64  # tensors of at most this many elements are read as Python floats where that saves tensor operations
+#: the lean paths for small problems (Python floats, fewer tensor operations) give the same evidence, records and
+#: verdicts as the general tensor path, IEEE operation for operation; False runs the general path everywhere (the
+#: tests compare the two, tests/test_lean.py)
+LEAN = True
 #: float64's eps^(1/3) and eps^(1/2), as steps() computes them (torch.finfo(torch.float64).eps ** p)
 EPS_POWERS = {"cbrt": 2.220446049250313e-16 ** (1 / 3), "sqrt": 2.220446049250313e-16 ** 0.5}
 
@@ -422,7 +426,7 @@ def held(x: torch.Tensor) -> torch.Tensor | None:
 
     if not x.is_floating_point():
         return None
-    if x.numel() <= TINY:
+    if LEAN and x.numel() <= TINY:
         if all(map(math.isfinite, x.detach().reshape(-1).tolist())):  # a few values: read in Python
             return None
     elif math.isfinite(float(x.detach().sum())):  # every element finite (a sum that overflows looks closer)
@@ -461,7 +465,7 @@ def unit_rows(x: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
 
 def central_columns(problem: Problem, j: int, cols: torch.Tensor, h: torch.Tensor, info: Info) -> list[torch.Tensor]:
     """Central-difference Jacobian columns *cols* of input j with steps h[cols], per output as (len(cols), M_k)."""
-    if 2 * len(cols) <= SMALL_BATCH or problem.vmap.get(j) is False or problem.random is not False:
+    if LEAN and (2 * len(cols) <= SMALL_BATCH or problem.vmap.get(j) is False or problem.random is not False):
         return _central_loop(problem, j, cols, h[cols], info)  # the loop batched_outputs would run
     return numeric_columns(problem, j, unit_rows(problem.inputs[j], cols), h[cols], info)
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from . import evaluate as E
 from . import judge as J
 from .evaluate import (
     EPS_POWERS,
@@ -267,7 +268,8 @@ def _quick(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tenso
     x = problem.inputs[j]
     count = n if todo is None else len(todo)
     given: list[torch.Tensor] | None = None
-    if todo is None and found.held is None and 2 * n <= SMALL_BATCH and max(1, _chunk(problem, 2 * n) // 2) >= n:
+    if (E.LEAN and todo is None and found.held is None and 2 * n <= SMALL_BATCH
+            and max(1, _chunk(problem, 2 * n) // 2) >= n):
         tiny = _quick_tiny(problem, j, analytic, tol, found, info)
         if tiny is True:
             return torch.zeros(0, dtype=torch.long)  # every entry accepted
@@ -395,7 +397,7 @@ def _accepted(problem: Problem, j: int, k: int, obs: torch.Tensor, num: torch.Te
     import torch
 
     m, w = num.shape
-    if found.held is not None or not 0 < m * w <= J.SMALL:
+    if not E.LEAN or found.held is not None or not 0 < m * w <= J.SMALL:
         return False
     out = problem.outputs[k]
     unit = ROUNDING_ULPS * (torch.finfo(out.dtype).eps if out.is_floating_point() else 0.0)

@@ -1,0 +1,157 @@
+"""The lean paths for small problems against the general tensor path: the same result, to the last bit.
+
+gradaudit checks a small problem (an input of a few elements, scalar outputs, a small block of the Jacobian)
+in Python floats and with fewer tensor operations (``evaluate.LEAN``): the same steps, points, order of
+calls, quotients and judge's rule, IEEE operation for operation. These tests run every check twice, once
+as released and once with ``LEAN = False`` (the general tensor path everywhere), and require the same
+report, records and info, to the last bit: correct and wrong backwards, kinks, steps, huge and non-finite
+values, several inputs and outputs, every mode and two seeds. A difference would make a verdict depend on
+the size of the problem.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import gradaudit as ga
+from gradaudit import evaluate
+
+F64 = torch.float64
+
+
+def t(*values, dtype=F64):
+    return torch.tensor(values, dtype=dtype, requires_grad=True)
+
+
+def s(value):
+    return torch.tensor(value, dtype=F64, requires_grad=True)
+
+
+class Planted(torch.autograd.Function):
+    """x^3 whose backward is off by a relative 1e-8."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 3
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 3 * x ** 2 * (1 + 1e-8)
+
+
+class NoGrad(torch.autograd.Function):
+    """sin(x) whose backward returns None."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx, g):
+        return None
+
+
+class Stats(torch.autograd.Function):
+    """(x w, sum(x w)) whose backward drops the sum's gradient."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        y = x * w
+        return y, y.sum()
+
+    @staticmethod
+    def backward(ctx, gy, gs):
+        x, w = ctx.saved_tensors
+        return w * gy, x * gy
+
+
+CASES = {
+    "sin, one element": (torch.sin, lambda: (t(0.7),)),
+    "a scalar": (lambda x: x.exp() * 3, lambda: (s(-1.3),)),
+    "atan2 of scalars": (torch.atan2, lambda: (s(0.4), s(-2.5))),
+    "hypot, three outputs": (lambda a, b: (torch.hypot(a, b), a * b, (a - b).sin()), lambda: (s(1.5), s(-0.25))),
+    "log near zero": (torch.log, lambda: (t(1e-3),)),
+    "a large input": (lambda x: torch.sin(x) * x, lambda: (t(7.58),)),
+    "a kink at zero": (torch.abs, lambda: (t(0.0),)),
+    "relu at zero and away": (torch.relu, lambda: (t(0.0, 1.5, -2.0),)),
+    "a step": (torch.floor, lambda: (t(0.5),)),
+    "huge values": (lambda x: 1e154 * x * x, lambda: (t(0.5),)),
+    "planted 1e-8 bug": (Planted.apply, lambda: (t(1.3),)),
+    "planted 1e-8 bug, small vector": (Planted.apply, lambda: (t(1.3, -0.4, 2.0, 0.1),)),
+    "no gradient": (NoGrad.apply, lambda: (t(0.3),)),
+    "a dropped output gradient": (Stats.apply, lambda: (t(0.5, -1.0, 2.0), t(1.5, 0.25, -0.5))),
+    "a NaN output": (torch.sqrt, lambda: (t(-1.0),)),
+    "an infinite input element": (lambda x: torch.softmax(x, 0), lambda: (t(0.3, float("-inf"), 1.0),)),
+    "sum of products": (lambda x, y: (x * y).sum(), lambda: (t(0.5, 1.5), t(-2.0, 0.25))),
+    "a small matrix product": (torch.mm, lambda: (t(0.5, -1.0, 2.0, 0.25).reshape(2, 2).detach().requires_grad_(),
+                                                 t(1.0, 2.0).reshape(2, 1).detach().requires_grad_())),
+    "cumulative product": (lambda x: torch.cumprod(x, 0), lambda: (t(0.5, -1.5, 2.0, 0.75, 1.25),)),
+    "a float32 output": (lambda x: (x.float() * 2).double(), lambda: (t(0.3, 0.6),)),
+    "float32 inputs": (lambda x: x.sin(), lambda: (t(0.3, 0.6, dtype=torch.float32),)),
+    "a random draw": (lambda x: x * (torch.rand(()) + 1), lambda: (t(0.3, -0.6),)),
+    "an empty output": (lambda x: x[:0] * 2, lambda: (t(0.3, 0.6),)),
+}
+
+
+def _result(fn, make, mode, seed):
+    res = ga.check(fn, make(), mode=mode, seed=seed)
+    return res.verdict, str(res), repr(res.records), repr(res.info)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("mode", ["full", "directional", "auto"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_lean_path_gives_the_general_paths_result(case, mode, seed, monkeypatch):
+    fn, make = CASES[case]
+    lean = _result(fn, make, mode, seed)
+    monkeypatch.setattr(evaluate, "LEAN", False)
+    general = _result(fn, make, mode, seed)
+    assert lean == general
+
+
+def test_the_planted_bugs_fail_on_the_lean_path():
+    """The differential test above is only worth something if the cases it compares decide something: the
+    planted bugs fail on the lean path (and so, by the test above, on the general path too)."""
+    assert evaluate.LEAN
+    for case in ("planted 1e-8 bug", "planted 1e-8 bug, small vector", "no gradient", "a dropped output gradient"):
+        fn, make = CASES[case]
+        for mode in ("full", "directional"):
+            assert ga.check(fn, make(), mode=mode).verdict == "fail", (case, mode)
+    for case in ("sin, one element", "atan2 of scalars", "hypot, three outputs", "sum of products"):
+        fn, make = CASES[case]
+        for mode in ("full", "directional"):
+            assert ga.check(fn, make(), mode=mode).verdict == "pass", (case, mode)
+
+
+OPS = (torch.sin, torch.tanh, torch.exp, lambda v: v * v * v, torch.atan, lambda v: torch.log1p(v * v),
+       torch.abs, lambda v: torch.clamp(v, -0.5, 0.5), lambda v: 1 / (1 + v * v))
+
+
+@pytest.mark.parametrize("draw", range(12))
+def test_random_compositions_agree_on_both_paths(draw, monkeypatch):
+    """Functions drawn at random from a few elementwise ops (smooth ones, kinks, a clamp) on one to three
+    inputs of one to five elements at magnitudes from 1e-3 to 1e3, one or two outputs, every mode."""
+    g = torch.Generator().manual_seed(draw)
+    pick = torch.randint(len(OPS), (3,), generator=g).tolist()
+    count = 1 + draw % 3
+    size = 1 + int(torch.randint(5, (1,), generator=g))
+    scale = 10.0 ** float(torch.randint(-3, 4, (1,), generator=g))
+    values = [(torch.randn(size, generator=g, dtype=F64) * scale) for _ in range(count)]
+    two = draw % 2 == 1
+
+    def fn(*xs):
+        total = sum(OPS[pick[i % 3]](x) * (i + 1) for i, x in enumerate(xs))
+        return (total.sum(), OPS[pick[2]](xs[0]).sum()) if two else total
+
+    for mode in ("full", "directional", "auto"):
+        def make():
+            return tuple(v.clone().requires_grad_() for v in values)
+
+        monkeypatch.setattr(evaluate, "LEAN", True)
+        lean = _result(fn, make, mode, draw)
+        monkeypatch.setattr(evaluate, "LEAN", False)
+        assert _result(fn, make, mode, draw) == lean, mode
