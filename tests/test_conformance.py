@@ -617,3 +617,40 @@ def test_values_whose_squares_overflow_are_still_judged(mode):
     x = torch.tensor([0.5, 1.5, 2.0], dtype=F64, requires_grad=True)
     assert ga.check(Huge.apply, (x,), mode=mode).verdict == "fail"
     assert ga.check(lambda x: 1e154 * x * x, (x,), mode=mode).verdict == "pass"
+
+
+class TanAndDouble(torch.autograd.Function):
+    """(tan x, 2 x): element 0 sits near tan's pole, so its column goes to the final stage for output 0 while
+    output 1 (linear) accepts it at once. *wrong*: output 1's gradient at element 0 is 2 (1 + 1e-6)."""
+
+    wrong = False
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.tan(x), x * 2
+
+    @staticmethod
+    def backward(ctx, g0, g1):
+        (x,) = ctx.saved_tensors
+        two = torch.full_like(x, 2.0)
+        if TanAndDouble.wrong:
+            two[0] = 2 * (1 + 1e-6)
+        return g0 / torch.cos(x) ** 2 + g1 * two
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_counts_stay_exact_when_one_output_sends_a_column_to_the_final_stage(wrong, monkeypatch):
+    """Two outputs of 3 elements from an input of 3: 18 Jacobian entries, each counted once. Column 0 is
+    judged again by Ridders for every output because output 0 (tan near its pole) did not accept it, so
+    output 1's entries of that column are counted by the final stage, not also by the quick stage (they
+    were counted twice: 21 of 18). With output 1's entry (element 0) off by 1e-6, exactly that one fails."""
+    monkeypatch.setattr(TanAndDouble, "wrong", wrong)
+    x = torch.tensor([1.5707, 0.3, 0.5], dtype=F64, requires_grad=True)
+    res = ga.check(TanAndDouble.apply, (x,), mode="full")
+    d = res.records[0].discrepancy
+    assert (d.total, d.mismatched) == (18, 1 if wrong else 0), res
+    assert res.verdict == ("fail" if wrong else "pass")
+    assert res.info["ridders_columns"] == 1
+    if wrong:
+        assert [(m.location.element, m.location.output) for m in res.mismatches] == [((0,), 1)]

@@ -296,26 +296,40 @@ def _quick(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tenso
         if numeric is None:
             numeric = [col.T for col in central_columns(problem, j, cols, h, info)]
             used = h[cols]
+        # every output's block is judged first: a column an output does not accept goes to the final stage
+        # for every output, so none of its entries is counted here (the final stage counts them all)
+        judged_blocks = []
+        bad = torch.zeros(len(cols), dtype=torch.bool)
         for k, num in enumerate(numeric):
             ana = _columns(analytic, None, j, k, slice(a, a + len(cols)) if todo is None else cols)
             obs = torch.zeros_like(num) if ana is None else ana
-            if _accepted(problem, j, k, obs, num, used, cols, tol, found):
-                continue
-            judged = J.judge(obs, num, tol, reference_bound=_rounding(problem, k, used),
-                             scale=_scale(problem, j, k, cols), precision=_precision(problem, j))
-            rows = torch.arange(num.shape[0]).reshape(-1, 1)
-            if judged.all_pass:
-                found.add(judged, obs, num, output=k, rows=rows, cols=cols.reshape(1, -1))
-                continue
-            bad = (judged.verdict != J.PASS).any(0)
-            if not bool(bad.any()):
-                found.add(judged, obs, num, output=k, rows=rows, cols=cols.reshape(1, -1))
-                continue
+            accepted = _accepted(problem, j, k, obs, num, used, cols, tol, found)
+            judged = None if accepted is not None else J.judge(
+                obs, num, tol, reference_bound=_rounding(problem, k, used), scale=_scale(problem, j, k, cols),
+                precision=_precision(problem, j))
+            if judged is not None and not judged.all_pass:
+                bad |= (judged.verdict != J.PASS).any(0)
+            judged_blocks.append((k, obs, num, judged, accepted))
+        some = bool(bad.any())
+        if some:
             suspect.append(cols[bad])  # judged again in the final stage; the clean columns are final now
-            clean = ~bad
-            if bool(clean.any()):
+        clean = ~bad
+        keep = bool(clean.any())
+        for k, obs, num, judged, accepted in judged_blocks:
+            if accepted is not None and not some:
+                found.add_passed_values(*accepted, len(cols), k, cols.tolist())
+                continue
+            if not keep:
+                continue
+            if judged is None:  # accepted in Python floats: the same all-pass judgement, as tensors
+                judged = J.judge(obs, num, tol, reference_bound=_rounding(problem, k, used),
+                                 scale=_scale(problem, j, k, cols), precision=_precision(problem, j))
+            rows = torch.arange(num.shape[0]).reshape(-1, 1)
+            if some:
                 found.add(judged.columns(clean), obs[:, clean], num[:, clean], output=k, rows=rows,
                           cols=cols[clean].reshape(1, -1))
+            else:
+                found.add(judged, obs, num, output=k, rows=rows, cols=cols.reshape(1, -1))
     return found.unheld(torch.unique(torch.cat(suspect))) if suspect else torch.zeros(0, dtype=torch.long)
 
 
@@ -390,15 +404,15 @@ def _quick_tiny(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.
 
 
 def _accepted(problem: Problem, j: int, k: int, obs: torch.Tensor, num: torch.Tensor, h: torch.Tensor,
-              cols: torch.Tensor, tol: ToleranceUsed, found: Findings) -> bool:
+              cols: torch.Tensor, tol: ToleranceUsed, found: Findings) -> tuple[list[float], list[float]] | None:
     """The quick stage's common case for a small block (M_k x len(cols)): every entry accepted, judged in
-    Python floats by :func:`judge.accepts` with the bound of :func:`_rounding` and the scale of :func:`_scale`,
-    and counted. False: nothing was counted, and the block is judged with tensors."""
+    Python floats by :func:`judge.accepts` with the bound of :func:`_rounding` and the scale of :func:`_scale`:
+    the differences and the references (row-major) to count. None: the block is judged with tensors."""
     import torch
 
     m, w = num.shape
     if not E.LEAN or found.held is not None or not 0 < m * w <= J.SMALL:
-        return False
+        return None
     out = problem.outputs[k]
     unit = ROUNDING_ULPS * (torch.finfo(out.dtype).eps if out.is_floating_point() else 0.0)
     fs, hs = problem.f_size(k).tolist(), h.tolist()
@@ -408,10 +422,7 @@ def _accepted(problem: Problem, j: int, k: int, obs: torch.Tensor, num: torch.Te
     ref = num.reshape(-1).tolist()
     diffs = J.accepts(obs.reshape(-1).tolist(), ref, [unit * f / hc for f in fs for hc in hs], floor, tol,
                       _precision(problem, j))
-    if diffs is None:
-        return False
-    found.add_passed_values(diffs, ref, w, k, cols.tolist())
-    return True
+    return None if diffs is None else (diffs, ref)
 
 
 def _affine(problem: Problem, j: int, info: Info) -> bool:
