@@ -654,3 +654,46 @@ def test_counts_stay_exact_when_one_output_sends_a_column_to_the_final_stage(wro
     assert res.info["ridders_columns"] == 1
     if wrong:
         assert [(m.location.element, m.location.output) for m in res.mismatches] == [((0,), 1)]
+
+
+class ScaledSin(torch.autograd.Function):
+    """sin x whose backward is cos x times (1 + rel)."""
+
+    rel = 0.0
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * x.cos() * (1 + ScaledSin.rel)
+
+
+def test_truncation_limited_columns_are_settled_by_richardson_and_a_1e_8_bug_still_fails(monkeypatch):
+    """sin at 20: the quick step h = cbrt(eps) 20 = 1.2e-4 leaves a truncation error h^2 |cos 20| / 6 = 1e-9,
+    above the allowance (rtol |cos 20| + 10 x 8 eps / h = 1.9e-10), so the central difference cannot accept the
+    right gradient. Richardson's
+    (4 D(h) - D(2h)) / 3 from one more pair of evaluations removes the h^2 term and accepts it, without Ridders
+    (12 evaluations and 2 slopes per column). The extrapolation is judged against the central difference's own
+    allowance, so a backward off by a relative 1e-8 still fails at every element, located by Ridders."""
+    x = torch.tensor([20.0, 0.3], dtype=F64, requires_grad=True)
+    res = ga.check(ScaledSin.apply, (x,), mode="full")
+    assert res.ok and res.info["richardson_columns"] == 1 and "ridders_columns" not in res.info, res
+    monkeypatch.setattr(ScaledSin, "rel", 1e-8)
+    res = ga.check(ScaledSin.apply, (x,), mode="full")
+    assert res.verdict == "fail" and res.records[0].discrepancy.mismatched == 2, res
+    assert sorted(m.location.element for m in res.mismatches) == [(0,), (1,)]
+
+
+def test_slopes_are_measured_where_an_entry_is_outside_the_allowance():
+    """relu at 0: the central difference (h - 0) / 2h = 1/2 disagrees with autograd's 0, and so does every later
+    stage; the one-sided slopes (0 and 1), measured for that column only, make it a kink (inconclusive), as when
+    they were measured for every column. The smooth element beside it passes."""
+    res = ga.check(torch.relu, (torch.tensor([0.0, 0.7], dtype=F64, requires_grad=True),), mode="full")
+    assert res.verdict == "inconclusive", res
+    (kink,) = res.mismatches
+    assert kink.kind == "kink" and kink.slopes == (0.0, 1.0) and kink.location.element == (0,)
+    assert res.records[0].discrepancy.total == 4  # the 2 x 2 Jacobian, each entry once

@@ -846,17 +846,19 @@ def _inputs_meta(problem_inputs: Sequence[Any], names: Sequence[str], diff: Sequ
 
 
 _INFO = ("evaluation", "largest_chunk", "analytic", "structure", "numeric", "evaluations", "backward_rows",
-         "ridders_columns", "confirmation", "vmap_error", "batched_grad_error", "notes", "forward_ad", "order")
+         "richardson_columns", "ridders_columns", "confirmation", "vmap_error", "batched_grad_error", "notes",
+         "forward_ad", "order")
 
 
 def _evidence(info: Info, mode: str, dtype: str, bound: float | None) -> Evidence:
     if mode == "full":
-        scheme = "central differences, Ridders per entry where they did not decide"
+        scheme = ("central differences; where they did not decide, Richardson (h, 2h) per column, then Ridders per "
+                  "entry")
         if "numeric" in info:
             scheme = f"{info['numeric']}; elsewhere " + scheme
         if "structure" in info:
             scheme = f"{info['structure']}; " + scheme
-        rule = "h = cbrt(eps) * max(1, |x|); Ridders from h0 = 1e-2 * max(1, |x|), halving"
+        rule = "h = cbrt(eps) * max(1, |x|) (Richardson: h and 2h); Ridders from h0 = 1e-2 * max(1, |x|), halving"
     else:
         scheme = "richardson (h, 2h), then Ridders, along a random direction"
         rule = "h = 7e-4 * max(1, max|x|); Ridders from h0 = 1e-2 * max(1, max|x|), halving"
