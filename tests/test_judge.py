@@ -119,3 +119,37 @@ def test_an_infinite_or_nan_error_bound_never_accepts():
     assert J.NAMES[int(J.judge(1.0, 3.5, CHECK, reference_bound=math.inf, scale=math.inf).verdict)] == "inconclusive"
     j = J.judge(t(1.0, 2.0), t(3.5, 2.0), CHECK, reference_bound=t(math.inf, 1e-15), scale=t(math.inf, 2.0))
     assert verdicts(j) == ["inconclusive", "pass"]
+
+
+SPECIAL = (0.0, -0.0, 1.0, -2.5, 1e-300, 3e-12, 1e154, 1e308, -1e308, math.inf, -math.inf, math.nan)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_python_float_judge_gives_the_tensor_judges_verdict_value_by_value(seed):
+    """judge.passes (a few values in Python floats, for small problems) against judge itself: the same pass or
+    not for every value, and the same difference where it passes, on random values mixed with zeros of both
+    signs, tiny and huge values, infinities and NaN, in the observed value, the evidence, its bound and the
+    scale; float64 and float32 thresholds."""
+    g = torch.Generator().manual_seed(seed)
+    n = 400
+
+    def draw(scale):
+        values = (torch.randn(n, generator=g, dtype=F64) * scale).tolist()
+        for i in torch.randint(n, (n // 5,), generator=g).tolist():
+            values[i] = SPECIAL[int(torch.randint(len(SPECIAL), (1,), generator=g))]
+        return values
+
+    ref = draw(3.0)
+    noise = [1e-9, 1e-11, 1e-13, 0.0, 1e-3][seed % 5]
+    obs = [r * (1 + noise * float(torch.randn(1, generator=g, dtype=F64))) for r in ref]
+    for i in torch.randint(n, (n // 5,), generator=g).tolist():
+        obs[i] = SPECIAL[int(torch.randint(len(SPECIAL), (1,), generator=g))]
+    bound = [abs(b) for b in draw(1e-12)]
+    scale = [abs(s) + 1.0 for s in draw(2.0)]
+    for precision in ("float64", "float32"):
+        flags, diffs = J.passes(obs, ref, bound, scale, CHECK, precision)
+        j = J.judge(t(*obs), t(*ref), CHECK, reference_bound=t(*bound), scale=t(*scale), precision=precision)
+        assert flags == [int(v) == J.PASS for v in j.verdict]
+        assert [d for d, ok in zip(diffs, flags) if ok] == [float(d) for d, ok in zip(j.diff, flags) if ok]
+    assert J.passes(obs, ref, bound, scale, resolve("autograd_vs_evidence", "float64",
+                                                    Tolerance(1e-9, 1e-9, why="a user's own"))) is None

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import evaluate as E
 from . import judge as J
@@ -307,40 +307,23 @@ def _quick(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tenso
             used = h[cols]
         # every output's block is judged first: a column an output does not accept goes to the final stage
         # for every output, so none of its entries is counted here (the final stage counts them all)
-        judged_blocks = []
-        bad = torch.zeros(len(cols), dtype=torch.bool)
+        blocks: list[tuple[int, torch.Tensor, torch.Tensor, Any]] = []
+        bad = [False] * len(cols)
         for k, num in enumerate(numeric):
             ana = _columns(analytic, None, j, k, slice(a, a + len(cols)) if todo is None else cols)
             obs = torch.zeros_like(num) if ana is None else ana
-            accepted = _accepted(problem, j, k, obs, num, used, cols, tol, found)
-            judged = None if accepted is not None else J.judge(
-                obs, num, tol, reference_bound=_rounding(problem, k, used), scale=_scale(problem, j, k, cols),
-                precision=_precision(problem, j))
-            if judged is not None and not judged.all_pass:
-                bad |= (judged.verdict != J.PASS).any(0)
-            judged_blocks.append((k, obs, num, judged, accepted))
-        some = bool(bad.any())
-        if some:
-            suspect.append(cols[bad])  # judged again in the final stage; the clean columns are final now
-            if central is not None and is_central:
-                central.append((cols[bad], [num[:, bad] for num in numeric], used[bad]))
-        clean = ~bad
-        keep = bool(clean.any())
-        for k, obs, num, judged, accepted in judged_blocks:
-            if accepted is not None and not some:
-                found.add_passed_values(*accepted, len(cols), k, cols.tolist())
-                continue
-            if not keep:
-                continue
-            if judged is None:  # accepted in Python floats: the same all-pass judgement, as tensors
+            judged: Any = _small_judged(problem, j, k, obs, num, cols, tol, found, h=used)
+            if judged is None:
                 judged = J.judge(obs, num, tol, reference_bound=_rounding(problem, k, used),
                                  scale=_scale(problem, j, k, cols), precision=_precision(problem, j))
-            rows = torch.arange(num.shape[0]).reshape(-1, 1)
-            if some:
-                found.add(judged.columns(clean), obs[:, clean], num[:, clean], output=k, rows=rows,
-                          cols=cols[clean].reshape(1, -1))
-            else:
-                found.add(judged, obs, num, output=k, rows=rows, cols=cols.reshape(1, -1))
+            _mark(bad, judged, len(cols))
+            blocks.append((k, obs, num, judged))
+        if any(bad):
+            picked = torch.tensor(bad, dtype=torch.bool)
+            suspect.append(cols[picked])  # judged again in the final stage; the clean columns are final now
+            if central is not None and is_central:
+                central.append((cols[picked], [num[:, picked] for num in numeric], used[picked]))
+        _count(cols, blocks, bad, found)
     return found.unheld(torch.unique(torch.cat(suspect))) if suspect else torch.zeros(0, dtype=torch.long)
 
 
@@ -374,28 +357,23 @@ def _richardson(problem: Problem, j: int, suspect: torch.Tensor, central: Centra
         doubled[cols] = (there + 2 * hs.to(x.dtype)) - there  # the step taken, as steps() makes it
         far = central_columns(problem, j, cols, doubled, info)
         info["richardson_columns"] = info.get("richardson_columns", 0) + len(cols)
-        bad = torch.zeros(len(cols), dtype=torch.bool)
-        blocks = []
+        bad = [False] * len(cols)
+        blocks: list[tuple[int, torch.Tensor, torch.Tensor, Any]] = []
         for k, (near, d2) in enumerate(zip(nums, far)):
             value = (4 * near - d2.T) / 3
             ana = _columns(analytic, None, j, k, cols)
             obs = torch.zeros_like(value) if ana is None else ana
             # judged with the central difference's own bound, not the 1.5 times of its rounding that the
             # extrapolation carries: it accepts only what the quick stage would accept without truncation
-            judged = J.judge(obs, value, tol, reference_bound=_rounding(problem, k, hs),
-                             scale=_scale(problem, j, k, cols), precision=_precision(problem, j))
-            if not judged.all_pass:
-                bad |= (judged.verdict != J.PASS).any(0)
+            judged: Any = _small_judged(problem, j, k, obs, value, cols, tol, found, h=hs)
+            if judged is None:
+                judged = J.judge(obs, value, tol, reference_bound=_rounding(problem, k, hs),
+                                 scale=_scale(problem, j, k, cols), precision=_precision(problem, j))
+            _mark(bad, judged, len(cols))
             blocks.append((k, obs, value, judged))
-        clean = ~bad
-        if bool(bad.any()):
-            left.append(cols[bad])
-        if not bool(clean.any()):
-            continue
-        for k, obs, value, judged in blocks:
-            rows = torch.arange(value.shape[0]).reshape(-1, 1)
-            found.add(judged.columns(clean), obs[:, clean], value[:, clean], output=k, rows=rows,
-                      cols=cols[clean].reshape(1, -1))
+        if any(bad):
+            left.append(cols[torch.tensor(bad, dtype=torch.bool)])
+        _count(cols, blocks, bad, found)
     rest = suspect[~torch.isin(suspect, done)]  # columns without central differences (banded, affine)
     return found.unheld(torch.unique(torch.cat([rest, *left])))
 
@@ -405,7 +383,7 @@ def _quick_tiny(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.
     """The quick stage of a tiny input (at most SMALL_BATCH / 2 finite float64 elements, float64 outputs, at
     most judge.SMALL entries), in Python floats: the steps of :func:`steps`, the points and the order of
     calls of the loop that :func:`central_columns` runs, the same quotients, and judge's rule by
-    :func:`judge.accepts` with the bound of :func:`_rounding` and the scale of :func:`_scale`. Every
+    :func:`judge.passes` with the bound of :func:`_rounding` and the scale of :func:`_scale`. Every
     operation is the IEEE double operation the tensor path makes, so the evidence and the verdicts are
     the same; only tensor operations are saved.
 
@@ -459,8 +437,9 @@ def _quick_tiny(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.
         obs = [0.0] * (m * n) if block is None else block.reshape(-1).tolist()
         fs = [max(abs(f), 1.0) for f in out.reshape(-1).tolist()]  # problem.f_size(k); NaN stays NaN
         unit = ROUNDING_ULPS * torch.finfo(out.dtype).eps
-        diffs = J.accepts(obs, num, [unit * f / h for f in fs for h in hs], min(fs) / max(x_sizes), tol, precision)
-        judged.append(diffs)
+        verdicts = J.passes(obs, num, [unit * f / h for f in fs for h in hs], [f / x for f in fs for x in x_sizes],
+                            tol, precision)
+        judged.append(verdicts[1] if verdicts is not None and all(verdicts[0]) else None)
     if all(d is not None for d in judged):
         cols = list(range(n))
         for k, (diffs, num) in enumerate(zip(judged, numeric)):
@@ -470,26 +449,76 @@ def _quick_tiny(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.
             torch.tensor(hs, dtype=torch.float64))
 
 
-def _accepted(problem: Problem, j: int, k: int, obs: torch.Tensor, num: torch.Tensor, h: torch.Tensor,
-              cols: torch.Tensor, tol: ToleranceUsed, found: Findings) -> tuple[list[float], list[float]] | None:
-    """The quick stage's common case for a small block (M_k x len(cols)): every entry accepted, judged in
-    Python floats by :func:`judge.accepts` with the bound of :func:`_rounding` and the scale of :func:`_scale`:
-    the differences and the references (row-major) to count. None: the block is judged with tensors."""
+def _small_judged(problem: Problem, j: int, k: int, obs: torch.Tensor, ref: torch.Tensor, cols: torch.Tensor,
+                  tol: ToleranceUsed, found: Findings, *, h: torch.Tensor | None = None,
+                  bound: torch.Tensor | None = None) -> tuple[list[bool], list[float], list[float]] | None:
+    """judge's verdict per entry of a small block (M_k x len(cols)) in Python floats (:func:`judge.passes`),
+    with the bound of :func:`_rounding` for steps *h* (or the given *bound*, (M_k, len(cols))) and the scale
+    of :func:`_scale`: whether each entry passes, its difference and its reference, row-major. None where
+    the tensor judge decides (a large block, held elements, a tolerance the user set)."""
     import torch
 
-    m, w = num.shape
-    if not E.LEAN or found.held is not None or not 0 < m * w <= J.SMALL:
+    m, w = ref.shape
+    if not E.LEAN or found.held is not None or not 0 < m * w <= J.SMALL or not tol.default:
         return None
-    out = problem.outputs[k]
-    unit = ROUNDING_ULPS * (torch.finfo(out.dtype).eps if out.is_floating_point() else 0.0)
-    fs, hs = problem.f_size(k).tolist(), h.tolist()
+    fs = problem.f_size(k).tolist()
     xs = problem.x_size(j)[cols].tolist()
-    # the smallest f_r / x_c (division is monotonic): what judge takes as the smallest natural size
-    floor = min(fs) / max(xs)
-    ref = num.reshape(-1).tolist()
-    diffs = J.accepts(obs.reshape(-1).tolist(), ref, [unit * f / hc for f in fs for hc in hs], floor, tol,
+    if bound is None:
+        assert h is not None
+        out = problem.outputs[k]
+        unit = ROUNDING_ULPS * (torch.finfo(out.dtype).eps if out.is_floating_point() else 0.0)
+        hs = h.tolist()
+        bounds = [unit * f / hc for f in fs for hc in hs]
+    else:
+        bounds = bound.reshape(-1).tolist()
+    refs = ref.reshape(-1).tolist()
+    judged = J.passes(obs.reshape(-1).tolist(), refs, bounds, [f / x for f in fs for x in xs], tol,
                       _precision(problem, j))
-    return None if diffs is None else (diffs, ref)
+    return None if judged is None else (judged[0], judged[1], refs)
+
+
+def _count(cols: torch.Tensor, blocks: list[tuple[int, torch.Tensor, torch.Tensor, Any]], bad: list[bool],
+           found: Findings) -> None:
+    """Count the entries of the columns every output accepted (*bad* marks the others, judged again later
+    for every output). *blocks*: per output k, (k, observed, reference, judgement), the judgement a
+    J.Judged or _small_judged's flags, differences and references."""
+    import torch
+
+    clean = [i for i, b in enumerate(bad) if not b]
+    if not clean:
+        return
+    some = len(clean) < len(bad)
+    mask = torch.tensor([not b for b in bad], dtype=torch.bool) if some else None
+    at = cols.tolist()
+    w = len(at)
+    for k, obs, ref, judged in blocks:
+        if isinstance(judged, tuple):
+            _, diffs, refs = judged
+            if not some:
+                found.add_passed_values(diffs, refs, w, k, at)
+                continue
+            rows = range(ref.shape[0])
+            found.add_passed_values([diffs[r * w + c] for r in rows for c in clean],
+                                    [refs[r * w + c] for r in rows for c in clean], len(clean), k,
+                                    [at[c] for c in clean])
+            continue
+        rows_t = torch.arange(ref.shape[0]).reshape(-1, 1)
+        if mask is None:
+            found.add(judged, obs, ref, output=k, rows=rows_t, cols=cols.reshape(1, -1))
+        else:
+            found.add(judged.columns(mask), obs[:, mask], ref[:, mask], output=k, rows=rows_t,
+                      cols=cols[mask].reshape(1, -1))
+
+
+def _mark(bad: list[bool], judged: Any, width: int) -> None:
+    """Mark in *bad* the columns holding an entry that did not pass."""
+    if isinstance(judged, tuple):
+        for i, ok in enumerate(judged[0]):
+            if not ok:
+                bad[i % width] = True
+    elif not judged.all_pass:
+        for i in (judged.verdict != J.PASS).any(0).nonzero().flatten().tolist():
+            bad[i] = True
 
 
 def _affine(problem: Problem, j: int, info: Info) -> bool:
@@ -847,29 +876,34 @@ def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[in
         # the slopes decide only entries outside the allowance (a kink or a jump makes them inconclusive):
         # they are measured for the columns holding such an entry, which are then judged with them
         first = []
-        bad = torch.zeros(len(part), dtype=torch.bool)
+        marks = [False] * len(part)
         for k, (value, bound) in enumerate(refined):
             ana = _columns(analytic, banded, j, k, part)
             obs = torch.zeros_like(value.T) if ana is None else ana
-            judged = J.judge(obs, value.T, tol, reference_bound=bound.T, scale=_scale(problem, j, k, part),
-                             precision=_precision(problem, j))
-            if not judged.all_pass:
-                bad |= (judged.verdict != J.PASS).any(0)
+            judged: Any = _small_judged(problem, j, k, obs, value.T, part, tol, found, bound=bound.T)
+            if judged is None:
+                judged = J.judge(obs, value.T, tol, reference_bound=bound.T, scale=_scale(problem, j, k, part),
+                                 precision=_precision(problem, j))
+            _mark(marks, judged, len(part))
             first.append((k, ana is None, obs, value, bound, judged))
-        some = bool(bad.any())
+        bad = torch.tensor(marks, dtype=torch.bool)
+        some = any(marks)
         sub = part[bad]
         sides = slopes(problem, j, sub, info) if some else None
         for k, none, obs, value, bound, judged in first:
             kind = "none-gradient" if none else None
             note = "autograd gives None for this input" if none else ""
             rows = torch.arange(value.shape[1]).reshape(-1, 1)
-            if sides is None:
-                found.add(judged, obs, value.T, output=k, rows=rows, cols=part.reshape(1, -1), kind=kind, note=note)
-                continue
             clean = ~bad
-            if bool(clean.any()):
+            if isinstance(judged, tuple):  # judged in Python floats: its passed columns counted from them
+                _count(part, [(k, obs, value.T, judged)], marks, found)
+            elif sides is None:
+                found.add(judged, obs, value.T, output=k, rows=rows, cols=part.reshape(1, -1), kind=kind, note=note)
+            elif bool(clean.any()):
                 found.add(judged.columns(clean), obs[:, clean], value.T[:, clean], output=k, rows=rows,
                           cols=part[clean].reshape(1, -1), kind=kind, note=note)
+            if sides is None:
+                continue
             left, right = sides[k]
             value, bound, obs = value[bad], bound[bad], obs[:, bad]
             judged = J.judge(obs, value.T, tol, reference_bound=bound.T, scale=_scale(problem, j, k, sub),

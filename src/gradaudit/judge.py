@@ -163,34 +163,44 @@ def judge(observed: torch.Tensor | float, reference: torch.Tensor | float, tol: 
     return Judged(verdict, reason, diff, tol.atol, tol.rtol, ref, evidence)
 
 
-#: blocks of at most this many values may be accepted in Python floats (:func:`accepts`)
+#: blocks of at most this many values may be judged in Python floats (:func:`passes`)
 SMALL = 256
 
 
-def accepts(observed: Sequence[float], reference: Sequence[float], reference_bound: Sequence[float], floor: float,
-            tol: ToleranceUsed, precision: str = "float64") -> list[float] | None:
-    """:func:`judge`'s common case in Python floats, for a few values: the differences |observed - reference|
-    when every value passes by judge's own rule (each within atol + rtol |reference| + SAFETY bound, and the
-    largest bound finite and fine against *floor*, the smallest natural size of the block), else None, and
-    then :func:`judge` decides each value. The same IEEE operations in the same order as judge's tensors, so
-    what this accepts judge accepts, with the same differences; it only saves the tensor operations."""
-    if not tol.default or floor != floor:
+def passes(observed: Sequence[float], reference: Sequence[float], reference_bound: Sequence[float],
+           scale: Sequence[float], tol: ToleranceUsed, precision: str = "float64"
+           ) -> tuple[list[bool], list[float]] | None:
+    """:func:`judge`'s verdict, value by value, in Python floats, for a few values of numeric evidence
+    (*reference*) judged at the default tolerance without slopes: whether each passes, and its difference
+    as judge reports it for a pass (0 where the two are equal). judge's own rule in the same IEEE
+    operations and order: equal values pass; otherwise both must be finite, within atol + rtol |reference|
+    + SAFETY bound, with a finite bound at most UNINFORMATIVE times max(|reference|, |observed|, scale) (or
+    zero). None for a tolerance the user set: judge decides."""
+    if not tol.default:
         return None
     limit = UNINFORMATIVE.get(precision, UNINFORMATIVE["float64"])
     rtol, atol = tol.rtol, tol.atol
-    diffs = []
-    top = 0.0
-    for o, r, b in zip(observed, reference, reference_bound):
-        b = b * SAFETY
+    inf = math.inf
+    flags: list[bool] = []
+    diffs: list[float] = []
+    for o, r, b, s in zip(observed, reference, reference_bound, scale):
+        if o == r:  # also +inf == +inf
+            flags.append(True)
+            diffs.append(0.0)
+            continue
         d = abs(o - r)
-        if not d <= abs(r) * rtol + atol + b:  # NaN anywhere: not accepted here
-            return None
-        if b > top:
-            top = b
+        if not (-inf < o < inf and -inf < r < inf):
+            flags.append(False)
+            diffs.append(d)
+            continue
+        b = b * SAFETY
+        evidence = b if b == b else inf
+        size = max(abs(r), abs(o))
+        size = s if s != s or s > size else size  # NaN wins, as in torch.maximum
+        fine = evidence == 0.0 or (-inf < b < inf and b <= limit * size)
+        flags.append(fine and d <= (atol + rtol * abs(r)) + evidence)
         diffs.append(d)
-    if not math.isfinite(top) or not (top <= limit * floor or top == 0.0):
-        return None
-    return diffs
+    return flags, diffs
 
 
 def _scalar_pass(obs: float, ref: float, tol: ToleranceUsed, obs_bound: float, ref_bound: float, scale: float,
