@@ -161,7 +161,8 @@ def _scalar_phi(problem: Problem, j: int, xv: float, uv: float, ws: list[float],
             torch.set_grad_enabled(False)
             try:
                 for t in ts:
-                    xs[j] = torch.tensor(xv + t * uv, dtype=torch.float64).reshape(shape)
+                    single = torch.scalar_tensor(xv + t * uv, dtype=torch.float64)
+                    xs[j] = single if not shape else single.reshape(shape)
                     rows.append([o.item() for o in call(*xs)])
             finally:
                 torch.set_grad_enabled(grad_was)

@@ -412,9 +412,14 @@ def _quick_tiny(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.
     try:
         for point_base, sign in ((up_base, 1.0), (values, -1.0)):
             for c in range(n):
-                point = list(point_base)
-                point[c] = values[c] + hs[c] if sign > 0 else values[c] - hs[c]
-                xs[j] = torch.tensor(point, dtype=torch.float64).reshape(shape)  # contiguous and independent
+                if n == 1:  # one element: the cheapest fresh tensor holding it
+                    value = values[0] + hs[0] if sign > 0 else values[0] - hs[0]
+                    single = torch.scalar_tensor(value, dtype=torch.float64)
+                    xs[j] = single if not shape else single.reshape(shape)
+                else:
+                    point = list(point_base)
+                    point[c] = values[c] + hs[c] if sign > 0 else values[c] - hs[c]
+                    xs[j] = torch.tensor(point, dtype=torch.float64).reshape(shape)  # contiguous and independent
                 rows.append(call(*xs))
     finally:
         torch.set_grad_enabled(grad_was)
@@ -425,9 +430,13 @@ def _quick_tiny(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.
     numeric: list[list[float]] = []
     judged: list[list[float] | None] = []
     for k, out in enumerate(outs):
-        up = [rows[c][k].reshape(-1).tolist() for c in range(n)]
-        down = [rows[n + c][k].reshape(-1).tolist() for c in range(n)]
         m = out.numel()
+        if m == 1:
+            up = [[rows[c][k].item()] for c in range(n)]
+            down = [[rows[n + c][k].item()] for c in range(n)]
+        else:
+            up = [rows[c][k].reshape(-1).tolist() for c in range(n)]
+            down = [rows[n + c][k].reshape(-1).tolist() for c in range(n)]
         num = [(up[c][r] - down[c][r]) / twice[c] for r in range(m) for c in range(n)]  # (M_k, n), row-major
         numeric.append(num)
         if not m:
