@@ -30,7 +30,8 @@ from .tolerances import ROUNDING_ULPS, STRUCTURE_ULPS
 if TYPE_CHECKING:
     import torch
 
-SMALL_BATCH = 16  # at most this many items: a loop of plain calls (no vmap overhead, independent tensors)
+SMALL_BATCH = 32  # at most this many items: a loop of plain calls (no vmap overhead, independent tensors; vmap's
+# first batch in a check, with its confirmation against plain calls, costs about a millisecond)
 ANALYTIC_LOOP = 64  # at most this many vᵀJ rows: plain backward passes (torch.func's first use costs ~2 s)
 CHUNK_BYTES = 16 * 2**20  # per batched call: under glibc's mmap threshold (BENCH_ANCHORS); 16 MB measured
 # faster than 32 MB for the MLP at N = 3000 (300 against 510 ms) and no slower for A @ x

@@ -285,7 +285,7 @@ def _quick(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tenso
             given, h = tiny  # the same central columns, as tensors: judged below
     if given is None:
         h = steps(x, finite=found.held is None).reshape(-1)
-    affine = todo is None and n > SMALL_BATCH and _affine(problem, j, info)
+    affine = todo is None and n > PLAIN_COLUMNS and _affine(problem, j, info)
     step = steps(x, 1.0).reshape(-1) if affine else h
     width = max(1, _chunk(problem, 2 * count) // (1 if affine else 2))
     for a in range(0, count, width):
@@ -681,6 +681,9 @@ def _quick_band(problem: Problem, j: int, band: Band, tol: ToleranceUsed, found:
 
 # -- sparse Jacobians: column groups from autograd's pattern, verified -----------------------------
 
+#: an input of at most this many elements is checked column by column (2n plain calls: no structure, column
+#: groups or affinity test, to look for; they cost more than they save at this size)
+PLAIN_COLUMNS = 16
 #: column groups are used when there are at most this fraction of the columns (else: one column at a time)
 COLORED_FRACTION = 4
 #: the pattern's non-zeros at most this many (the grouping is a Python loop over them)
@@ -739,7 +742,7 @@ def _quick_colored(problem: Problem, j: int, analytic: dict[tuple[int, int], tor
     n = x.numel()
     blocks = [analytic.get((j, k)) for k in range(len(problem.outputs))]
     sizes = [o.numel() for o in problem.outputs]
-    if n < 2 * COLORED_FRACTION or not sum(sizes):
+    if n <= PLAIN_COLUMNS or not sum(sizes):
         return None
     pattern = torch.cat([torch.zeros(m, n, dtype=torch.bool) if b is None else (b != 0) for b, m in zip(blocks, sizes)])
     if found.held is not None and len(found.held):
