@@ -520,6 +520,37 @@ def test_errors_of_two_inputs_that_cancel_in_a_sum_still_fail(mode, seed):
     assert ga.check(HalfSquare.apply, (x, y), mode=mode, seed=seed).verdict == "fail"
 
 
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("mode", MODES)
+def test_errors_of_two_vectors_that_cancel_in_a_sum_still_fail(mode, seed):
+    """The same backward on vectors of 3: directional mode may move both inputs at once, each along its own
+    direction u_x, u_y, drawn independently; the halved partials then add up to (x - y) (u_x - u_y) summed,
+    which vanishes only if the draws agree. Every seed fails, and the error is found in both inputs."""
+    x, y = leaf(3, seed=1), leaf(3, seed=2)
+    res = ga.check(HalfSquare.apply, (x, y), mode=mode, seed=seed)
+    assert {r.input: r.verdict for r in res.records} == {"x": "fail", "y": "fail"}, res
+
+
+def test_inputs_checked_together_when_they_agree():
+    """atan2 of two 3x4 tensors, correct: the directional check moves both at once, one Richardson stage
+    (4 evaluations) for both, recorded as one comparison of the sums; 12 values of each input compared."""
+    x, y = leaf(3, 4, seed=1), leaf(3, 4, seed=2)
+    res = ga.check(torch.atan2, (x, y), mode="directional")
+    assert res.ok and res.info["evaluations"] == 4, res
+    (entry,) = res.info["directional"]
+    assert entry["input"] == "input, other (together)" and entry["verdict"] == "pass"
+    assert [r.discrepancy.total for r in res.records] == [12, 12]
+
+
+def test_a_one_element_input_is_checked_on_its_own():
+    """A 0-dim input's direction is ±max(1, |x|), not a continuous draw: inputs are not joined then, each is
+    checked along its own direction (4 evaluations each)."""
+    x, y = leaf(3, 4, seed=1), torch.tensor(0.3, dtype=F64, requires_grad=True)
+    res = ga.check(torch.atan2, (x, y), mode="directional")
+    assert res.ok and res.info["evaluations"] == 8, res
+    assert [d["input"] for d in res.info["directional"]] == ["input", "other"]
+
+
 class Stats(torch.autograd.Function):
     """(x w, mean(x w)), whose backward returns None when only the mean receives a gradient."""
 
@@ -686,6 +717,38 @@ def test_truncation_limited_columns_are_settled_by_richardson_and_a_1e_8_bug_sti
     res = ga.check(ScaledSin.apply, (x,), mode="full")
     assert res.verdict == "fail" and res.records[0].discrepancy.mismatched == 2, res
     assert sorted(m.location.element for m in res.mismatches) == [(0,), (1,)]
+
+
+class NearPole(torch.autograd.Function):
+    """tan x whose backward is sec^2 x times (1 - 1e-7)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.tan()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * (1 - 1e-7) / x.cos() ** 2
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_richardson_does_not_accept_a_bug_as_large_as_its_own_truncation(mode):
+    """tan at r = 7.56e-4 below its pole pi/2: full mode's step h = cbrt(eps) max(1, x) = 9.5e-6 makes
+    s = (h / r)^2 = 1.6e-4, and Richardson's value is off by about 4 s^2 = 1e-7 of sec^2 x, below it: the point
+    is chosen (by a reviewer) so that the extrapolation equals this backward, 1e-7 too small. Its own
+    truncation is estimated from D(h) - D(2h) (3 s of the value) and is far outside the allowance (rtol 1e-10),
+    so the column goes on to Ridders, which fails it; so does every element beside it. Never a pass, and in
+    full mode every wrong entry (3 of the 9) is counted."""
+    x0 = 1.5700400891539088
+    res = ga.check(NearPole.apply, (torch.tensor([x0], dtype=F64, requires_grad=True),), mode=mode)
+    assert res.verdict != "pass", res
+    x = torch.tensor([x0, 0.3, -1.0], dtype=F64, requires_grad=True)
+    res = ga.check(NearPole.apply, (x,), mode=mode)
+    assert res.verdict == "fail", res
+    if mode != "directional":
+        assert res.records[0].discrepancy.mismatched == 3, res
 
 
 def test_slopes_are_measured_where_an_entry_is_outside_the_allowance():

@@ -43,7 +43,8 @@ from .evaluate import (
     steps,
 )
 from .findings import Findings
-from .tolerances import ROUNDING_ULPS, STRUCTURE_REL, STRUCTURE_ULPS, ToleranceUsed
+from .numeric import truncation
+from .tolerances import ROUNDING_ULPS, SAFETY, STRUCTURE_REL, STRUCTURE_ULPS, ToleranceUsed
 
 if TYPE_CHECKING:
     import torch
@@ -336,7 +337,10 @@ def _richardson(problem: Problem, j: int, suspect: torch.Tensor, central: Centra
     D(h) from 1e-10 near a singularity (tan, polygamma near a pole) or at large |x| (sin at 7.6), cancels.
     Its rounding is 1.5 times the quick stage's ((4/h + 1/(2h)) / 3 rounding units), but it is judged
     against the quick stage's own allowance: it accepts only what the central difference would accept
-    without its truncation error, so no gradient error the quick stage resolves can hide in it. Like the
+    without its truncation error. Its own truncation error (the h^4 term, which a step close to a pole
+    leaves at 1e-7 of the value) must be within that allowance too, as :func:`numeric.truncation`
+    estimates it from D(h) - D(2h); where it is not, a gradient error of its size could hide in the
+    extrapolated value, and the column goes on. Like the
     quick stage it can only accept: a column that any output does not accept goes on to the final stage
     (Ridders with its own error estimate, and the slopes). Returns the columns left for it."""
     import torch
@@ -366,10 +370,15 @@ def _richardson(problem: Problem, j: int, suspect: torch.Tensor, central: Centra
             # judged with the central difference's own bound, not the 1.5 times of its rounding that the
             # extrapolation carries: it accepts only what the quick stage would accept without truncation
             judged: Any = _small_judged(problem, j, k, obs, value, cols, tol, found, h=hs)
+            rounding = _rounding(problem, k, hs)
             if judged is None:
-                judged = J.judge(obs, value, tol, reference_bound=_rounding(problem, k, hs),
+                judged = J.judge(obs, value, tol, reference_bound=rounding,
                                  scale=_scale(problem, j, k, cols), precision=_precision(problem, j))
             _mark(bad, judged, len(cols))
+            # the extrapolation's own truncation (h^4) must be negligible too: estimated from D(h) - D(2h)
+            unsettled = ~(truncation(near - d2.T, value) <= tol.atol + tol.rtol * value.abs() + SAFETY * rounding)
+            for i in unsettled.any(0).nonzero().flatten().tolist():
+                bad[i] = True
             blocks.append((k, obs, value, judged))
         if any(bad):
             left.append(cols[torch.tensor(bad, dtype=torch.bool)])

@@ -31,6 +31,29 @@ CON = 2.0  # the tableau's step ratio
 SAFE = 2.0  # stop once the diagonal's change exceeds SAFE times the best error
 
 
+def truncation(delta: torch.Tensor | float, value: torch.Tensor | float) -> torch.Tensor | float:
+    """An estimate of the truncation error of Richardson's R = (4 D(h) - D(2h)) / 3 from *delta* = D(h) - D(2h)
+    (floats or tensors, elementwise): 4 delta^2 / (9 |R|).
+
+    Where the derivative's Taylor coefficients grow geometrically at the rate of the nearest singularity
+    (distance r, s = (h / r)^2: D(h) = f' / (1 - s)), D(h) - D(2h) = -3 s f' and R = f' (1 - 4 s^2 + ...),
+    so R is off by 4 s^2 |f'|, exactly this; for sin or exp it is 10/3 of the true h^4 f^(5) / 30. A zero
+    *delta* gives 0 (no curvature seen), a zero R with a non-zero *delta* infinity (nothing to compare with).
+
+    >>> f"{truncation(-3e-4, 1.0):.3g}"  # s = 1e-4: 4 s^2
+    '4e-08'
+    """
+    if isinstance(delta, float) and isinstance(value, float):
+        if delta == 0.0:
+            return 0.0
+        size = 9 * abs(value)
+        return 4 * delta * delta / size if size else math.inf
+    import torch
+
+    d, r = torch.as_tensor(delta, dtype=torch.float64), torch.as_tensor(value, dtype=torch.float64)
+    return torch.where(d == 0, 0.0, 4 * d.square() / (9 * r.abs()))
+
+
 def ridders_tableau(centrals: Iterable[float], *, con: float = CON, safe: float = SAFE) -> tuple[float, float, int]:
     """Ridders' extrapolation of central differences taken at steps shrinking by *con*.
 
