@@ -719,6 +719,32 @@ def test_truncation_limited_columns_are_settled_by_richardson_and_a_1e_8_bug_sti
     assert sorted(m.location.element for m in res.mismatches) == [(0,), (1,)]
 
 
+class TogetherOnly(torch.autograd.Function):
+    """(sin x, sum x), whose backward is 1e-6 too large only when both outputs receive a gradient at once."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sin(), x.sum()
+
+    @staticmethod
+    def backward(ctx, gy, gs):
+        (x,) = ctx.saved_tensors
+        g = gy * x.cos() + gs
+        return g * (1 + 1e-6) if bool((gy != 0).any()) and bool(gs != 0) else g
+
+
+def test_entries_judged_again_after_a_disagreeing_confirmation_are_counted_once():
+    """Each output alone gives the right rows (every entry agrees), the two together do not: the directional
+    confirmation disagrees and every column is judged again in the final stage. The Jacobian has 3 x 3 + 1 x 3
+    = 12 entries, each counted once (they were counted twice, 24), none wrong; the projection fails."""
+    x = torch.tensor([0.1, 0.7, 1.3], dtype=F64, requires_grad=True)
+    res = ga.check(TogetherOnly.apply, (x,), mode="full")
+    d = res.records[0].discrepancy
+    assert res.verdict == "fail" and (d.total, d.mismatched) == (12, 0), res
+    assert [m.kind for m in res.mismatches] == ["projection"]
+
+
 class NearPole(torch.autograd.Function):
     """tan x whose backward is sec^2 x times (1 - 1e-7)."""
 
@@ -760,3 +786,41 @@ def test_slopes_are_measured_where_an_entry_is_outside_the_allowance():
     (kink,) = res.mismatches
     assert kink.kind == "kink" and kink.slopes == (0.0, 1.0) and kink.location.element == (0,)
     assert res.records[0].discrepancy.total == 4  # the 2 x 2 Jacobian, each entry once
+
+
+class OldStyleCumsum(torch.autograd.Function):
+    """cumsum(exp x) as an autograd.Function without setup_context (which torch.func transforms refuse);
+    backward: the reversed cumulative sum of g, times exp x."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.cumsum(x.exp(), 0)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return torch.flip(torch.cumsum(torch.flip(g, [0]), 0), [0]) * x.exp()
+
+
+@pytest.mark.parametrize("n", [64, 65])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_function_that_torch_func_refuses_is_checked_at_every_size(mode, n):
+    """Above 64 output rows full mode builds autograd's rows with torch.func.vjp under vmap, which refuses an
+    autograd.Function without setup_context: that is the transform's limit, not the function's error, so the
+    rows come another way (the record says which) and the correct backward passes (it was an error at 65)."""
+    x = torch.linspace(0.1, 1.0, n, dtype=F64).requires_grad_(True)
+    res = ga.check(OldStyleCumsum.apply, (x,), mode=mode)
+    assert res.ok, res
+    if mode == "full" and n == 65:
+        assert "setup_context" in res.info["_vjp_vmap_error"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_float32_cast_inside_a_float64_function_is_never_a_failure(mode):
+    """(a.float() * 3).sum() at -1.39: in float64 the function is a staircase (float32's spacing there is
+    1.2e-7), flat at the slopes' step of 1e-8 and of slope 3 over large steps; autograd says 3. No step can
+    show the derivative autograd means, so the check is inconclusive (it was a FAIL in directional mode)."""
+    a = torch.tensor([-1.39], dtype=F64, requires_grad=True)
+    res = ga.check(lambda a: (a.float() * 3).sum(), (a,), mode=mode)
+    assert res.verdict == "inconclusive", res

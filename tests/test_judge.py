@@ -67,6 +67,17 @@ def test_kinks_and_discontinuities_are_inconclusive_never_fail():
     assert verdicts(wrong) == ["fail"]
 
 
+def test_a_staircase_at_the_small_steps_scale_is_inconclusive_and_a_gradient_matching_nothing_fails():
+    """3 x rounded through float32, seen in float64: flat between float32 values (local slopes 0 and 0 at a step
+    of 1e-8), slope 3.00003 over large steps (the rounding averaged out), autograd 3. The evidence disagrees
+    with itself and autograd matches the large-step value to 1e-5 (KINK_REL 1e-3): inconclusive, with words
+    saying which. An autograd value of 5 matches neither the slopes nor the large steps: a failure."""
+    stair = J.judge(t(3.0), t(3.00003), CHECK, slopes=(t(0.0), t(0.0)))
+    assert verdicts(stair) == ["inconclusive"] and int(stair.reason[0]) == J.DISCONTINUITY
+    assert "not differentiable at the small step's scale" in J.reason_text(J.DISCONTINUITY, 3.0, 3.00003, (0.0, 0.0))
+    assert verdicts(J.judge(t(5.0), t(3.00003), CHECK, slopes=(t(0.0), t(0.0)))) == ["fail"]
+
+
 def test_a_declared_convention_between_the_slopes_resolves_a_kink():
     exp = resolve("evidence_vs_expected", "float64", scheme="ridders")
     # ledger: observed = numeric 0.5, reference = the expectation 0 (relu'(0) = 0 declared)

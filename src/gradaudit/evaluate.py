@@ -622,11 +622,13 @@ def analytic_rows(problem: Problem, k: int, weights: torch.Tensor, info: Info) -
                 continue
             try:
                 got = attempt(problem, k, out, wrt, cot, info)
-            except EvaluationError:
-                raise
-            except Exception as exc:  # no batching rule for some backward: the next way
-                info[f"{attempt.__name__}_error"] = (f"{type(exc).__name__}: "
-                                                     f"{str(exc).splitlines()[0][:160] if str(exc) else ''}")
+            except Exception as exc:
+                # no batching rule for some backward, or a function the transform refuses (an autograd.Function
+                # without setup_context, under torch.func.vjp: wrapped as the function's error): the next way.
+                # The function and its backward ran plainly before; the loop below raises what is really theirs
+                why: BaseException = exc.original if isinstance(exc, EvaluationError) else exc
+                info[f"{attempt.__name__}_error"] = (f"{type(why).__name__}: "
+                                                     f"{str(why).splitlines()[0][:160] if str(why) else ''}")
                 continue
             return [g.reshape(rows, -1).to(torch.float64) if u and g is not None else None
                     for g, u in zip(got, used)]

@@ -99,7 +99,10 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
                 and confirm(j) and not len(suspect)):
             import torch
 
-            suspect = found[j].unheld(torch.arange(problem.inputs[j].numel()))
+            # every column is judged again, so its entries are counted once, there: not also as the quick stage did
+            f = found[j] = Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
+                                    [tuple(o.shape) for o in problem.outputs], held=found[j].held)
+            suspect = f.unheld(torch.arange(problem.inputs[j].numel()))
             info["confirmation"] = "the directional confirmation disagreed: every column judged by Ridders"
         if len(suspect):
             _final(problem, j, suspect, analytic, banded, tol, found[j], info)

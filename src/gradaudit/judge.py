@@ -227,8 +227,12 @@ def _slopes(reason: torch.Tensor, within: torch.Tensor, num: torch.Tensor, other
     kink = measured & ((left - right).abs() > KINK_REL * size)
     mid = (left + right) / 2
     near = KINK_REL * mid.abs().clamp_min(1.0)
-    # the large-step evidence disagrees with the local slope, which the other side matches
-    jump = measured & ~kink & ((num - mid).abs() > near) & ((other - mid).abs() <= near)
+    # the large-step evidence disagrees with the local slope, and the other side matches one of them: a jump
+    # inside the large steps (the other side matches the local slope), or a function that is not
+    # differentiable at the small step's scale, a staircase (a lower-precision cast inside: flat at 1e-8, the
+    # intended slope over 1e-2, which the other side matches). Matching neither, it fails
+    matches = ((other - mid).abs() <= near) | ((other - num).abs() <= KINK_REL * num.abs().clamp_min(1.0))
+    jump = measured & ~kink & ((num - mid).abs() > near) & matches
     reason = torch.where(~within & kink, KINK, reason)
     reason = torch.where(~within & jump, DISCONTINUITY, reason)
     if convention is not None:
@@ -294,6 +298,11 @@ def reason_text(code: int, obs: float, ref: float, slopes: tuple[float, float] |
             text += f", autograd chose {obs:.6g}"
         return text + (", resolved by the declared convention" if code == CONVENTION else "")
     if code == DISCONTINUITY and slopes is not None:
+        mid = (slopes[0] + slopes[1]) / 2
+        if abs(obs - mid) > KINK_REL * max(1.0, abs(mid)):  # the observed value matches the large steps instead
+            return (f"not differentiable at the small step's scale: the local one-sided slopes ({slopes[0]:.6g}, "
+                    f"{slopes[1]:.6g}) differ from the large-step evidence ({ref:.6g}), which the observed value "
+                    "matches (a step function at that scale, such as a lower-precision cast inside)")
         return (f"a discontinuity within the step: the local one-sided slopes ({slopes[0]:.6g}, {slopes[1]:.6g}) "
                 f"match the observed value, the large-step evidence ({ref:.6g}) does not")
     if code == COARSE:
