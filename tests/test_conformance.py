@@ -824,3 +824,57 @@ def test_a_float32_cast_inside_a_float64_function_is_never_a_failure(mode):
     a = torch.tensor([-1.39], dtype=F64, requires_grad=True)
     res = ga.check(lambda a: (a.float() * 3).sum(), (a,), mode=mode)
     assert res.verdict == "inconclusive", res
+
+
+class SumOfSquares(torch.autograd.Function):
+    """sum(x^2), whose backward is 2 x (1 + rel)."""
+
+    rel = 1e-8
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return (x * x).sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 2 * x * (1 + SumOfSquares.rel)
+
+
+class SigmoidOff(torch.autograd.Function):
+    """sigmoid, whose backward is s (1 - s) (1 + 1e-8)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        s = torch.sigmoid(x)
+        ctx.save_for_backward(s)
+        return s
+
+    @staticmethod
+    def backward(ctx, g):
+        (s,) = ctx.saved_tensors
+        return g * s * (1 - s) * (1 + 1e-8)
+
+
+@pytest.mark.parametrize("n", [17, 100])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_1e_8_bug_in_a_loss_fails_in_every_mode_and_every_entry_is_counted(mode, n):
+    """d/dx_i sum x^2 = 2 x_i; this backward is 1e-8 too large, an error of 2e-8 x_i >= 4e-9 at every entry
+    (x in [0.2, 1.1]). Full mode's central differences resolve about 3e-9 max(1, |f|) = 3e-8 (|f| = 9.6 at 17,
+    46 at 100): the bug hid below that (a reviewer's find: full and auto passed it, directional failed it).
+    Now the directional confirmation runs where the quick stage cannot resolve 1e-8 of an entry, disagrees,
+    and Ridders judges every entry: all n are wrong, and counted."""
+    x = torch.linspace(0.2, 1.1, n, dtype=F64).requires_grad_(True)
+    res = ga.check(SumOfSquares.apply, (x,), mode=mode)
+    assert res.verdict == "fail", res
+    if res.mode == "full":
+        assert res.records[0].discrepancy.mismatched == n, res
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_1e_8_bug_in_sigmoid_fails_in_every_mode(mode):
+    """sigmoid's entries s (1 - s) are at most 1/4, below max(1, |f|) = 1: central differences resolve them to
+    about 1e-8 of themselves at best, so full mode passed a backward 1e-8 off; the confirmation fails it."""
+    x = leaf(25, seed=0)
+    assert ga.check(SigmoidOff.apply, (x,), mode=mode).verdict == "fail"

@@ -44,7 +44,7 @@ from .evaluate import (
 )
 from .findings import Findings
 from .numeric import truncation
-from .tolerances import ROUNDING_ULPS, SAFETY, STRUCTURE_REL, STRUCTURE_ULPS, ToleranceUsed
+from .tolerances import RESOLVE, ROUNDING_ULPS, SAFETY, STRUCTURE_REL, STRUCTURE_ULPS, ToleranceUsed
 
 if TYPE_CHECKING:
     import torch
@@ -92,11 +92,13 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
     weighted: list[Weighted] = []  # the output weights as _together uses them, made once for every input
     for pos, j in enumerate(problem.diff):
         central: Central = []
-        suspect = _quick(problem, j, analytic, banded, tol, found[j], info, central)
+        bases: list[float] = []
+        suspect = _quick(problem, j, analytic, banded, tol, found[j], info, central, bases)
         if central:  # Richardson's extrapolation from the quick stage's differences, before Ridders
             suspect = _richardson(problem, j, suspect, central, analytic, tol, found[j], info)
-        if (not derived and not _together(problem, j, analytic, banded, first[pos], vs, tol, weighted)
-                and confirm(j) and not len(suspect)):
+        disagree = not derived and not _together(problem, j, analytic, banded, first[pos], vs, tol, weighted)
+        resolved = _resolved(problem, j, analytic, banded, tol, min(bases, default=EPS_POWERS["cbrt"]))
+        if (disagree or not resolved) and confirm(j):
             import torch
 
             # every column is judged again, so its entries are counted once, there: not also as the quick stage did
@@ -107,6 +109,37 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         if len(suspect):
             _final(problem, j, suspect, analytic, banded, tol, found[j], info)
     return found
+
+
+def _resolved(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None], banded: Band | None,
+              tol: ToleranceUsed, base: float) -> bool:
+    """Whether the quick stage resolves every entry of input j to RESOLVE (the default tolerance's promise):
+    its allowance, SAFETY ROUNDING_ULPS eps max(1, |f_r|) / h_c plus the tolerance, at most RESOLVE |J_rc|
+    wherever |J_rc| exceeds it (an entry below its allowance has no relative error worth resolving) and is
+    at least 1% of the output's largest entry. A
+    loss summing many terms (|f| of 460 against entries of 1) or sigmoid (entries of at most 1/4 against
+    max(1, |f|) = 1) is not resolved: a backward off by 1e-8 there passes central differences, and the
+    directional confirmation, 100 times finer, decides. *base*: the quick steps' h_c / max(1, |x_c|), the
+    smallest used (an affine function's one-sided steps of max(1, |x|) resolve far finer). Only at the
+    default tolerance, in float64; a band (autograd's entries not built) is never called resolved."""
+    import torch
+
+    if not tol.default or banded is not None or problem.inputs[j].dtype != torch.float64:
+        return tol.default is False or problem.inputs[j].dtype != torch.float64
+    h = base * problem.x_size(j).reshape(1, -1)
+    for k, out in enumerate(problem.outputs):
+        a = analytic.get((j, k))
+        if a is None or not a.numel() or not out.is_floating_point():
+            continue
+        size = a.abs()
+        allowed = (SAFETY * ROUNDING_ULPS * torch.finfo(out.dtype).eps) * problem.f_size(k).reshape(-1, 1) / h
+        allowed = allowed + tol.atol + tol.rtol * size
+        # entries below 1% of the block's largest: a relative error there is below what the confirmation's
+        # projection (dominated by the large entries) resolves, as it is below the entry's own allowance
+        large = size >= 0.01 * float(size.max())
+        if bool(((size > allowed) & (allowed > RESOLVE * size) & large).any()):
+            return False
+    return True
 
 
 @dataclass
@@ -266,9 +299,11 @@ Central = list[tuple["torch.Tensor", list["torch.Tensor"], "torch.Tensor"]]
 
 
 def _quick(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None], banded: Band | None,
-           tol: ToleranceUsed, found: Findings, info: Info, central: Central | None = None) -> torch.Tensor:
+           tol: ToleranceUsed, found: Findings, info: Info, central: Central | None = None,
+           bases: list[float] | None = None) -> torch.Tensor:
     """Judge every entry of input j by the quick stage; return the columns it did not accept (and, into
-    *central*, their central differences, for :func:`_richardson`)."""
+    *central*, their central differences, for :func:`_richardson`; into *bases*, the step bases used:
+    cbrt(eps) for central differences, 1 for the one-sided steps of an affine function)."""
     import torch
 
     n = problem.inputs[j].numel()
@@ -306,6 +341,8 @@ def _quick(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tenso
                 info["numeric"] += (f"; '{problem.names[j]}' from column {a} on: central differences "
                                     "(a step left the function's domain)")
         is_central = numeric is None or not affine
+        if bases is not None:
+            bases.append(EPS_POWERS["cbrt"] if is_central else 1.0)
         if numeric is None:
             numeric = [col.T for col in central_columns(problem, j, cols, h, info)]
             used = h[cols]

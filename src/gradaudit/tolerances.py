@@ -104,6 +104,11 @@ UNINFORMATIVE = {"float64": 1e-3, "float32": 1e-1, "float16": 0.5, "bfloat16": 0
 #: one-sided slopes that differ by more than this (relative to max(1, |slope|)) mark a kink; the
 #: same margin says whether a large-step reference disagrees with the local slope (a discontinuity)
 KINK_REL = 1e-3
+#: the default tolerance's promise: a float64 backward off by this relative amount fails in every mode. Full
+#: mode's central differences resolve about 3e-9 max(1, |f|) / max(1, |x|) (with SAFETY); where that is
+#: coarser than RESOLVE times an entry, the directional confirmation (Richardson at steps 100 times larger)
+#: decides whether the accepted entries stand
+RESOLVE = 1e-8
 #: ulps of |f| one evaluation of the function may be off by (the rounding of a difference quotient)
 ROUNDING_ULPS = 8.0
 #: relative rounding allowed for an expectation evaluated from a formula (its own float64 rounding)
