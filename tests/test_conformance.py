@@ -878,3 +878,30 @@ def test_a_1e_8_bug_in_sigmoid_fails_in_every_mode(mode):
     about 1e-8 of themselves at best, so full mode passed a backward 1e-8 off; the confirmation fails it."""
     x = leaf(25, seed=0)
     assert ga.check(SigmoidOff.apply, (x,), mode=mode).verdict == "fail"
+
+
+class SignBlind(torch.autograd.Function):
+    """sum(sin x), whose backward uses |grad_output|: right whenever the output's weight is positive."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sin().sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g.abs() * x.cos()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_backward_that_ignores_the_sign_of_its_grad_output_fails_on_every_seed(mode):
+    """One scalar output: one random weight v, positive on about half of the seeds, and then |v| = v and the
+    gradients agree (a reviewer's find: it passed on half of them). The second backward takes -v: a backward
+    linear in its grad_output gives exactly the negation (IEEE rounding is symmetric in sign), this one the
+    same gradient, on every seed."""
+    x = torch.tensor([0.1, 0.55, 1.0], dtype=F64, requires_grad=True)
+    for seed in range(8):
+        res = ga.check(SignBlind.apply, (x,), mode=mode, seed=seed)
+        assert res.verdict == "fail", res
+        assert any(m.kind == "grad-output-sign" for m in res.mismatches), res

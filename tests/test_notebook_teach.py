@@ -160,7 +160,7 @@ def test_the_default_notebook_still_works(jupyter_dirs, capfd):
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert "gn.environment()" in code[0].source
     outputs = {c.source: "".join(text_of(o) for o in c.outputs) for c in code}
-    square = outputs["gn.show('notebook', 'x squared')"]
+    square = outputs["gn.show('tutorial', 'x squared')"]
     assert [r.split()[0] for r in square.splitlines()[1:4]] == ["backward", "autograd.grad", "finite_difference"]
     sources = "\n".join(c.source for c in code)
     assert ".backward()" in sources and "torch.autograd.grad(" in sources and FORMULA in sources
@@ -185,7 +185,7 @@ def test_the_notebook_command_without_execute_and_bad_ledgers(tmp_path, capsys):
     code = [c.source for c in nb.cells if c.cell_type == "code"]
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
     assert sum("y = torch.sin(x)" in c for c in code) == 4  # stored and returned, for each of the two --from
-    assert "gn.show('notebook'" not in "\n".join(code)  # --from alone: no built-in suite
+    assert "gn.show('tutorial'" not in "\n".join(code)  # --from alone: no built-in suite
     both = tmp_path / "both.ipynb"
     assert invoke("notebook", "--from", str(ledger), "--suite", "quickstart", "-o", str(both)) == 0
     assert "gn.show('quickstart', 'x squared at x = 3')" in both.read_text()

@@ -1,4 +1,4 @@
-"""A fast subset of PyTorch's own operator database (OpInfo ``op_db``): about 40 ops that cover each cause
+"""A fast subset of PyTorch's own operator database (OpInfo ``op_db``): 44 ops that cover each cause
 of a past false alarm, refusal, miss or slow case, built the way PyTorch's own gradient tests build them
 (``bench/opinfo.py``'s CaseBuilder), first sample of each, float64, CPU.
 

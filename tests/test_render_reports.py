@@ -110,14 +110,14 @@ def test_notebook_is_built_executed_and_shows_the_evidence(cli, jupyter_dirs):
         if cell.cell_type == "code" and "gn.show" in cell.source:
             assert nb.cells[i - 1].cell_type == "markdown" and "Derivation, written first" in nb.cells[i - 1].source
     outputs = {c.source: c.outputs[0]["data"]["text/plain"] for c in code[1:]}
-    square = outputs["gn.show('notebook', 'x squared')"]
+    square = outputs["gn.show('tutorial', 'x squared')"]
     header = square.splitlines()[0].split()
     assert header[:4] == ["method", "stored/returned", "expected", "observed"]
     assert "shape" in header and "dtype" in header and "device" in header
     rows = square.splitlines()[1:4]
     assert [r.split()[0] for r in rows] == ["backward", "autograd.grad", "finite_difference"]
     assert all(r.split()[2] == "6" and r.split()[3] == "6" for r in rows)  # 2x at x = 3, expected and observed
-    failing = outputs["gn.show('notebook', 'a failed check kept intact: 2x written as x^2')"]
+    failing = outputs["gn.show('tutorial', 'a failed check kept intact: 2x written as x^2')"]
     assert "fail (expected)" in failing and "Mismatched elements: 1 / 1 (100%)" in failing
     assert "function:   x*x" in failing and "environment:" in failing
     assert any("Deliberately failing" in m for m in md)

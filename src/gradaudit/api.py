@@ -637,7 +637,11 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
         return tuple(None for _ in wrt), {}
     o_list, c_list = [o for o, _ in differentiable], [c for _, c in differentiable]
     first = grad(o_list, wrt, c_list, allow_unused=True, retain_graph=again)
-    second = grad(o_list, wrt, c_list, allow_unused=True) if again else first
+    # the second with the weights negated: a backward is linear in its grad_output, and IEEE rounding is
+    # symmetric in sign, so it must give exactly -first; one that uses |grad_output| (or ignores its sign)
+    # is caught whatever the sign of v (with v alone, on half of the seeds for a scalar output)
+    second = (tuple(None if g is None else -g for g in grad(o_list, wrt, [-c for c in c_list], allow_unused=True))
+              if again else first)
     ntol = resolve("nondeterminism", "float64", nondet_tol)
     found: dict[int, list[Comparison]] = {}
     for pos, j in enumerate(problem.diff):
@@ -653,12 +657,30 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
         g2 = second[pos]
         if g2 is None or g.shape != g2.shape or torch.equal(g, g2):
             continue
+        if x.is_floating_point() and g.shape == x.shape and not bool(torch.isfinite(x).all()):
+            # non-finite input elements are held and not checked (their record says so): nor is this there
+            keep = torch.isfinite(x.detach())
+            g, g2 = g.masked_fill(~keep, 0.0), g2.masked_fill(~keep, 0.0)
+            if torch.equal(g, g2):
+                continue
+        from .findings import unravel
+
+        if torch.equal(g2, -g):  # backward(-v) = backward(v): the sign of grad_output is lost
+            at = unravel(int((g != 0).reshape(-1).nonzero()[0]), tuple(g.shape)) if g.dim() else None
+            out.append(Comparison(Location(name, at), None, None, None, "fail", "grad-output-sign",
+                                  f"the backward gives '{name}' the same gradient for grad_outputs v and -v: it "
+                                  "ignores the sign of its grad_output (|grad_output|, a square, a clamp?), but a "
+                                  "backward is linear in it"))
+            continue
         both = torch.isnan(g) & torch.isnan(g2)  # NaN twice at the same place is not nondeterminism
         judged = J.judge(g2.masked_fill(both, 0.0), g.masked_fill(both, 0.0), ntol, numeric=None)
         if bool((judged.verdict != J.PASS).any()):
             worst = float(judged.diff.max())
-            out.append(Comparison(Location(name), None, None, None, "fail", "nondeterministic",
-                                  f"two backward passes on the same inputs differ by up to {worst:.3g}"
+            at = unravel(int(judged.diff.reshape(-1).argmax()), tuple(g.shape)) if g.dim() else None
+            out.append(Comparison(Location(name, at), None, None, None, "fail", "nondeterministic",
+                                  f"two backward passes on the same inputs, with grad_outputs v and -v, differ by "
+                                  f"up to {worst:.3g}, at {at if at is not None else 'the value'} (a backward must be "
+                                  "linear in its grad_output and the same every time)"
                                   + (f" (allowed atol {ntol.atol:g}, rtol {ntol.rtol:g}: {ntol.why})"
                                      if nondet_tol is not None else "")
                                   + "; pass nondet_tol=ga.Tolerance(atol, rtol, why=...) for a known "

@@ -264,7 +264,7 @@ def report(results: str, html_path: str | None, junit_path: str | None, markdown
               help="Where to write the .ipynb file.")
 @click.option("--execute", is_flag=True, help="Run every cell offline (nbclient, kernel python3) and keep outputs.")
 @click.option("--suite", "suite_names", multiple=True,
-              help="Built-in suites to include (repeat the option; default: notebook, unless --from is given).")
+              help="Built-in suites to include (repeat the option; default: tutorial, unless --from is given).")
 @click.option("--from", "ledgers", multiple=True, metavar="LEDGER",
               help="A ledger file (JSON or TOML) whose checks the notebook teaches (repeat the option).")
 def notebook(output: str, execute: bool, suite_names: tuple[str, ...], ledgers: tuple[str, ...]) -> None:
@@ -274,7 +274,7 @@ def notebook(output: str, execute: bool, suite_names: tuple[str, ...], ledgers: 
     from .render import notebook as nbr
 
     if not suite_names and not ledgers:
-        suite_names = ("notebook",)
+        suite_names = ("tutorial",)
     for name in suite_names:
         if not suites.known(name):
             raise SpecError(f"there is no built-in suite '{name}'; built-in suites: {', '.join(suites.names())}.")

@@ -383,8 +383,8 @@ def _normalise_expected(expected: Any, inputs: Mapping[str, InputSpec], *, parti
     if not isinstance(expected, Mapping):
         if not grad_names:
             raise SpecError(f"no input requires a gradient ({', '.join(inputs)}: requires_grad false), so there "
-                            "is no gradient to expect; remove 'analytical_gradient' (the check then runs nothing) "
-                            "or let an input require grad.", field=field)
+                            "is no gradient to expect; write \"analytical_gradient\": {} (nothing to compare: the "
+                            "check runs nothing, exit code 5) or let an input require grad.", field=field)
         if len(grad_names) != 1:
             raise SpecError(f"with several inputs ({', '.join(grad_names)}) the analytical "
                             "gradient must be an object keyed by input name, e.g. "
