@@ -7,8 +7,8 @@ The evidence comes in stages, and only evidence with a full error bound can fail
 1. a quick Richardson extrapolation of central differences at h and 2h (4 evaluations, h near
    eps^(1/5) where its h^4 truncation meets rounding) accepts when autograd agrees to within the
    tolerance plus its rounding bound, and its truncation error, estimated from D(h) - D(2h)
-   (:func:`gradaudit.numeric.truncation`), is within that allowance too; with several inputs of at
-   least 2 elements, all of them are first moved at once (:func:`_together`);
+   (:func:`gradaudit.numeric.truncation`), is within that allowance too; with several inputs, all of
+   them are first moved at once (:func:`_together`);
 2. otherwise Ridders' tableau (8 more evaluations, with its own error estimate);
 3. where Ridders disagrees, one-sided slopes along u at a small step tell a kink or a
    discontinuity inside the steps (inconclusive) from a wrong gradient (fail).
@@ -251,9 +251,11 @@ def _projected(tol: ToleranceUsed, u: torch.Tensor, vs: list[torch.Tensor]) -> T
 
 
 def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info, *, vs: list[torch.Tensor],
-                grads: tuple[torch.Tensor | None, ...], localize: bool = True) -> dict[int, Findings]:
+                grads: tuple[torch.Tensor | None, ...], localize: bool = True,
+                per_output: bool = True) -> dict[int, Findings]:
     """Judge vᵀJ_j u_j against the numeric derivative along u_j per input; localize disagreements by
-    bisection (when *localize*). *vs* are the output weights, *grads* vᵀJ at these inputs."""
+    bisection (when *localize*). *vs* are the output weights, *grads* vᵀJ at these inputs. *per_output*:
+    also each output alone (full mode's confirmation does not: full mode judges each output's rows)."""
     import torch
 
     evals = [0]
@@ -307,7 +309,13 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
     # uniform: randn costs 3x more
     draws = [2 * torch.rand(problem.inputs[j].shape, generator=gen, dtype=torch.float64) - 1 for j in problem.diff]
     if len(problem.diff) > 1:
-        together = _together(problem, draws, vs, grads, tol, output_alone, evals, info)
+        # each input's direction scaled by its own random factor in [0.5, 1.5) when moved with the others: a
+        # one-element input's u is ±max(1, |x|), and two of them at unit scale cancel errors of opposite sign
+        # on half of the seeds ((x - y)^2 with both partials halved); at independent continuous scales, never.
+        # Drawn after the directions, which the inputs' own checks use unchanged
+        factors = (torch.rand(len(problem.diff), generator=gen, dtype=torch.float64) + 0.5).tolist()
+        together = _together(problem, draws, factors, vs, grads, tol, output_alone if per_output else None,
+                             evals, info)
         if together is not None:  # every input agrees at once: nothing is left to decide input by input
             comparisons += together
             for j in problem.diff:
@@ -351,7 +359,7 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
                             "reason": J.reason_text(out["reason"], analytic, out["numeric"], out.get("slopes"))})
         f.total = x.numel() - (0 if f.held is None else len(f.held))
         if out["verdict"] == J.PASS:
-            if memo is not None:  # each output alone: a backward may mishandle one output's gradient
+            if memo is not None and per_output:  # each output alone: a backward may mishandle one output's gradient
                 _per_output(problem, pos, u, vs, phi_for, memo, output_alone, tol, f)
             continue
         memo = None  # the kept evaluations go before any bisection
@@ -368,17 +376,18 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
     return found
 
 
-def _together(problem: Problem, draws: list[torch.Tensor], vs: list[torch.Tensor],
+def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float], vs: list[torch.Tensor],
               grads: tuple[torch.Tensor | None, ...], tol: ToleranceUsed,
-              output_alone: Callable[[int], tuple[torch.Tensor | None, ...] | None], evals: list[int],
+              output_alone: Callable[[int], tuple[torch.Tensor | None, ...] | None] | None, evals: list[int],
               info: Info) -> list[dict[str, Any]] | None:
     """Every input moved at once, each along its own direction u_j (the one its own check would use): the
     quick stage's numeric derivative of phi is sum_j vᵀJ_j u_j, 4 evaluations for all inputs instead of 4 per
     input. It only accepts, and only what every input's own check would accept: the disagreement of the sums
     must lie within the smallest of the inputs' allowances (atol projected on u_j, rtol |vᵀJ_j u_j|, plus the
-    evidence bound of the sum), for all outputs together and for each output alone. The directions are
-    independent continuous draws (every input has at least 2 elements), so errors of different inputs cancel
-    in the sum only by chance, about as rarely as one input's error vanishes along its own u. Anything else returns
+    evidence bound of the sum), for all outputs together and for each output alone. Each u_j is scaled by its
+    own random factor (*factors*, in [0.5, 1.5)), so the directions are independent continuous draws even for
+    one-element inputs, and errors of different inputs cancel in the sum only by chance, about as rarely as
+    one input's error vanishes along its own u. Anything else returns
     None and the inputs are checked one by one (gradcheck's fast mode checks input by input; so does the
     fallback, with the same directions). The comparisons when every input agrees, else None."""
     import torch
@@ -386,14 +395,12 @@ def _together(problem: Problem, draws: list[torch.Tensor], vs: list[torch.Tensor
     parts = []
     for pos, j in enumerate(problem.diff):
         x = problem.inputs[j].detach()
-        if (grads[pos] is None or x.numel() < 2 or not x.is_floating_point() or held(x) is not None
+        if (grads[pos] is None or not x.numel() or not x.is_floating_point() or held(x) is not None
                 or x.dtype != problem.inputs[problem.diff[0]].dtype):
-            # None gradients, non-finite inputs: their own checks say what they find. A one-element input's
-            # direction is ±max(1, |x|), not a continuous draw: two of them moved at once cancel errors of
-            # opposite sign on half of the seeds ((x - y)^2 with both partials halved), so none is joined
-            return None
+            return None  # None gradients, empty or non-finite inputs: their own checks say what they find
         u = draws[pos]
-        u = u / max(float(torch.linalg.vector_norm(u)), 1e-300) * x.abs().to(torch.float64).clamp_min(1.0)
+        size = x.abs().to(torch.float64).clamp_min(1.0)
+        u = u * (factors[pos] / max(float(torch.linalg.vector_norm(u)), 1e-300)) * size
         parts.append((j, x, u))
     precision = str(parts[0][1].dtype).removeprefix("torch.")
     memo: dict[tuple[float, ...], list[torch.Tensor]] = {}
@@ -419,12 +426,12 @@ def _together(problem: Problem, draws: list[torch.Tensor], vs: list[torch.Tensor
     names = ", ".join(problem.names[j] for j, _, _ in parts)
     found = []
     checks: list[tuple[int | None, list[torch.Tensor], tuple[torch.Tensor | None, ...] | None]] = [(None, vs, grads)]
-    if len(problem.outputs) > 1:  # and each output alone, as the per-input checks do (_per_output)
+    if len(problem.outputs) > 1 and output_alone is not None:  # and each output alone, as _per_output does
         checks += [(k, [v if i == k else torch.zeros_like(v) for i, v in enumerate(vs)], None)
                    for k in range(len(problem.outputs))]
     for k, weights, gs in checks:
         if gs is None:
-            gs = output_alone(k) if k is not None else None
+            gs = output_alone(k) if k is not None and output_alone is not None else None
             if gs is None:  # output k does not require grad
                 continue
         analytic, perturbations, dot = [], [], 0.0

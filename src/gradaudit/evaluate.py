@@ -186,6 +186,8 @@ def _flat_outputs(out: Any) -> list[Any]:
         return [out]
     if not isinstance(out, (tuple, list, dict)):
         return [out]
+    if not isinstance(out, dict) and all(type(o) is torch.Tensor for o in out):
+        return list(out)  # a flat tuple or list of tensors: its leaves in order, as tree_flatten gives them
     from torch.utils._pytree import tree_flatten
 
     return list(tree_flatten(out)[0])

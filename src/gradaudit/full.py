@@ -90,6 +90,7 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
     else:
         analytic = _analytic(problem, gen, info)
     weighted: list[Weighted] = []  # the output weights as _together uses them, made once for every input
+    asked = False  # the confirmation has run (for every input at once): asking again costs nothing
     for pos, j in enumerate(problem.diff):
         central: Central = []
         bases: list[float] = []
@@ -97,8 +98,9 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         if central:  # Richardson's extrapolation from the quick stage's differences, before Ridders
             suspect = _richardson(problem, j, suspect, central, analytic, tol, found[j], info)
         disagree = not derived and not _together(problem, j, analytic, banded, first[pos], vs, tol, weighted)
-        resolved = _resolved(problem, j, analytic, banded, tol, min(bases, default=EPS_POWERS["cbrt"]))
-        if (disagree or not resolved) and confirm(j):
+        asked = asked or disagree or not _resolved(problem, j, analytic, banded, tol,
+                                                   min(bases, default=EPS_POWERS["cbrt"]))
+        if asked and confirm(j):
             import torch
 
             # every column is judged again, so its entries are counted once, there: not also as the quick stage did
@@ -109,6 +111,9 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         if len(suspect):
             _final(problem, j, suspect, analytic, banded, tol, found[j], info)
     return found
+
+
+EPS64 = 2.220446049250313e-16  # float64 machine epsilon, as torch.finfo(torch.float64).eps
 
 
 def _resolved(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None], banded: Band | None,
@@ -126,11 +131,22 @@ def _resolved(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Te
 
     if not tol.default or banded is not None or problem.inputs[j].dtype != torch.float64:
         return tol.default is False or problem.inputs[j].dtype != torch.float64
-    h = base * problem.x_size(j).reshape(1, -1)
+    unit = SAFETY * ROUNDING_ULPS * EPS64
     for k, out in enumerate(problem.outputs):
         a = analytic.get((j, k))
         if a is None or not a.numel() or not out.is_floating_point():
             continue
+        if E.LEAN and a.numel() <= J.SMALL and out.dtype == torch.float64:  # a few entries: in Python floats
+            rows, xs = problem.f_size(k).tolist(), problem.x_size(j).tolist()
+            values = [abs(v) for v in a.reshape(-1).tolist()]
+            floor = 0.01 * max(values)
+            width = len(xs)
+            for i, size in enumerate(values):
+                allowed = unit * rows[i // width] / (base * xs[i % width]) + tol.atol + tol.rtol * size
+                if size > allowed and allowed > RESOLVE * size and size >= floor:
+                    return False
+            continue
+        h = base * problem.x_size(j).reshape(1, -1)
         size = a.abs()
         allowed = (SAFETY * ROUNDING_ULPS * torch.finfo(out.dtype).eps) * problem.f_size(k).reshape(-1, 1) / h
         allowed = allowed + tol.atol + tol.rtol * size
