@@ -909,3 +909,84 @@ def test_a_backward_that_ignores_the_sign_of_its_grad_output_fails_on_every_seed
         res = ga.check(SignBlind.apply, (x,), mode=mode, seed=seed)
         assert res.verdict == "fail", res
         assert any(m.kind == "grad-output-sign" for m in res.mismatches), res
+
+
+class ShiftedSine(torch.autograd.Function):
+    """sin(x - y), whose backward scales both partials by 1 + 1e-8: (d, -d) with d = g cos(x - y) (1 + 1e-8)."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return torch.sin(x - y)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        d = g * torch.cos(x - y) * (1 + 1e-8)
+        return d, -d
+
+
+@pytest.mark.parametrize("shape", [(), (3,)])
+def test_a_relative_error_shared_by_two_inputs_does_not_cancel_when_they_move_together(shape):
+    """Both inputs' terms vᵀJ_j u_j are off by the same relative 1e-8. Moved at once with directions of either
+    sign, the two terms (about 0.9 each) summed to 0.002 on some seeds and their errors to 2e-11, inside the
+    allowance (a reviewer found seeds 60, 165, 179 for scalars, 205 for 3 elements). The directions are now
+    signed so that both terms are positive, and the sum is judged within its evidence bound without an rtol
+    term: every seed fails, in directional mode as in full mode."""
+    g = torch.Generator().manual_seed(3)
+    x = (0.3 + 0.1 * torch.rand(shape, generator=g, dtype=F64)).requires_grad_(True)
+    y = (-0.2 + 0.1 * torch.rand(shape, generator=g, dtype=F64)).requires_grad_(True)
+    for seed in [60, 165, 179, 205, *range(24)]:
+        res = ga.check(ShiftedSine.apply, (x, y), mode="directional", seed=seed)
+        assert res.verdict == "fail", (seed, res)
+
+
+class Dominated(torch.autograd.Function):
+    """(1000 x, sum(x^2) + 100), whose backward is 1e-8 too large in the second output's term only."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return 1e3 * x, (x * x).sum() + 100.0
+
+    @staticmethod
+    def backward(ctx, ga_, gb):
+        (x,) = ctx.saved_tensors
+        return 1e3 * ga_ + gb * 2 * x * (1 + 1e-8)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_error_in_one_output_is_not_hidden_by_a_larger_one(mode):
+    """d(sum x^2)/dx = 2 x is 1e-8 off; the first output's terms (1000) dominate every sum of both. Central
+    differences cannot resolve it against |f| = 101.6, and the confirmation checks each output alone: every
+    seed fails, in every mode (a reviewer's find: full mode's confirmation without the per-output checks
+    passed 9 seeds of 10)."""
+    x = torch.tensor([0.5, -0.7, 0.9, 0.3], dtype=F64, requires_grad=True)
+    for seed in range(6):
+        assert ga.check(Dominated.apply, (x,), mode=mode, seed=seed).verdict == "fail", seed
+
+
+class NearFlatSine(torch.autograd.Function):
+    """sin, whose backward is cos (1 + 1e-8)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * x.cos() * (1 + 1e-8)
+
+
+def test_directional_counts_say_at_least_where_a_part_agreed_as_a_whole():
+    """sin just above pi/2, where cos is 1e-7 to 2e-2 and every element's error 1e-8 of it: a half of the
+    elements can agree as a sum within an allowance coarser than each element's, so the bisection's count
+    is a lower bound, and the record says so (it said 6 of 12, exact, where 11 are wrong)."""
+    y = torch.linspace(1.5707963, 1.5707963 + 2e-2, 12, dtype=F64).requires_grad_(True)
+    for seed in range(3):
+        res = ga.check(NearFlatSine.apply, (y,), mode="directional", seed=seed)
+        d = res.records[0].discrepancy
+        assert res.verdict == "fail", res
+        assert d.mismatched >= 11 or (not d.exact and "agreed as a whole" in d.why_inexact), res

@@ -541,7 +541,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
         def confirm(j: int) -> bool:  # the directional confirmation, run only where full mode needs it
             if not confirmed:
                 confirmed.update(directional(problem, _generator(seed, "directional"), tol, info, vs=vs,
-                                             grads=grads, localize=False, per_output=False))
+                                             grads=grads, localize=False))
             return confirmed[j].verdict == "fail"
 
         found = full(problem, _generator(seed, "full"), tol, info, confirm, grads, vs)
