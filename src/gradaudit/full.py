@@ -147,14 +147,17 @@ def _resolved(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Te
                     return False
             continue
         h = base * problem.x_size(j).reshape(1, -1)
-        size = a.abs()
-        allowed = (SAFETY * ROUNDING_ULPS * torch.finfo(out.dtype).eps) * problem.f_size(k).reshape(-1, 1) / h
-        allowed = allowed + tol.atol + tol.rtol * size
         # entries below 1% of the block's largest: a relative error there is below what the confirmation's
         # projection (dominated by the large entries) resolves, as it is below the entry's own allowance
-        large = size >= 0.01 * float(size.max())
-        if bool(((size > allowed) & (allowed > RESOLVE * size) & large).any()):
-            return False
+        floor = 0.01 * float(a.abs().max())
+        fs = problem.f_size(k).reshape(-1, 1)
+        step = max(1, (1 << 18) // max(1, a.shape[1]))  # rows at a time: a few MB of temporaries, not M x N
+        for r in range(0, a.shape[0], step):
+            size = a[r:r + step].abs()
+            allowed = (SAFETY * ROUNDING_ULPS * torch.finfo(out.dtype).eps) * fs[r:r + step] / h
+            allowed = allowed + tol.atol + tol.rtol * size
+            if bool(((size > allowed) & (allowed > RESOLVE * size) & (size >= floor)).any()):
+                return False
     return True
 
 
