@@ -139,6 +139,8 @@ def _resolved(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Te
         if E.LEAN and a.numel() <= J.SMALL and out.dtype == torch.float64:  # a few entries: in Python floats
             rows, xs = problem.f_size(k).tolist(), problem.x_size(j).tolist()
             values = [abs(v) for v in a.reshape(-1).tolist()]
+            if any(v != v for v in values):  # a NaN entry: the largest is NaN, as torch's max says, and none is
+                continue  # at least 1% of it (a NaN gradient fails as a located entry anyway)
             floor = 0.01 * max(values)
             width = len(xs)
             for i, size in enumerate(values):
