@@ -977,3 +977,88 @@ def test_directional_counts_say_at_least_where_a_part_agreed_as_a_whole(monkeypa
         d = res.records[0].discrepancy
         assert res.verdict == "fail", res
         assert d.mismatched >= 11 or (not d.exact and "agreed as a whole" in d.why_inexact), res
+
+
+class TanOff(torch.autograd.Function):
+    """tan x whose backward is sec^2 x times (1 + 1e-8)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.tan()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * (1 + 1e-8) / x.cos() ** 2
+
+
+def _near_poles():
+    """20 points in [-1, 1], two of them r = 0.05 from tan's poles at ±pi/2. There central differences with
+    h = cbrt(eps) |x| = 9.5e-6 are off by about s = (h / r)^2 = 3.6e-8 of sec^2 x (so the quick stage cannot
+    accept them), Richardson's extrapolation by about 4 s^2 = 5e-15 (so it can); and the band test's two draws
+    (steps 6e-6 times random weights) differ by about s, below its 1e-7: the Jacobian is diagonal."""
+    x = torch.linspace(-1, 1, 20, dtype=F64)
+    x[3], x[11] = torch.pi / 2 - 0.05, -(torch.pi / 2 - 0.05)
+    return x.requires_grad_(True)
+
+
+def test_a_band_sends_the_columns_it_does_not_accept_to_richardson_not_straight_to_ridders():
+    """A diagonal Jacobian's columns that its grouped differences did not accept are judged one by one at their
+    own steps, then by Richardson (2 evaluations per column) as any column: the two columns near a pole are
+    accepted there, and Ridders (12 evaluations and 2 slopes per column) is not needed. Every entry of the
+    20 x 20 Jacobian is counted once."""
+    res = ga.check(torch.tan, (_near_poles(),), mode="full")
+    assert res.ok, res
+    assert res.info["structure"].startswith("diagonal") and res.info["richardson_columns"] == 2, res.info
+    assert "ridders_columns" not in res.info, res.info
+    assert res.records[0].discrepancy.total == 400
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_relative_error_of_1e8_near_a_pole_fails_in_every_mode(mode):
+    """The same points with a backward off by 1e-8. Directional mode's first Ridders bound along a direction
+    mixing the near-pole elements with the others (h0 = 1e-2 max(1, |x|)) was 1.4e-8 of vᵀJu, and the error
+    passed within it; a pass whose evidence is coarser than 1e-8 now gets Ridders from smaller steps (as full
+    mode's entries do), and fails. Full mode counts every wrong entry: the 20 diagonal ones."""
+    res = ga.check(TanOff.apply, (_near_poles(),), mode=mode)
+    assert res.verdict == "fail", res
+    if mode != "directional":
+        assert res.records[0].discrepancy.mismatched == 20, res
+
+
+class FastSine(torch.autograd.Function):
+    """sin(300 x) whose backward is 300 cos(300 x) times (1 + 1e-8)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.sin(300 * x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 300 * torch.cos(300 * x) * (1 + 1e-8)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_fast_oscillation_resolves_a_relative_error_of_1e8(mode):
+    """sin(300 x): steps of 1e-2 |x| see 3 radians of it, and the first Ridders bounds were above 1e-8 of the
+    entries, so a backward off by 1e-8 passed full mode within them. Ridders from smaller steps where a pass's
+    bound is coarser than 1e-8 resolves it: a fail in every mode, and the right backward passes."""
+    x = torch.linspace(-1, 1, 7, dtype=F64, requires_grad=True)
+    assert ga.check(FastSine.apply, (x,), mode=mode).verdict == "fail"
+    for seed in range(3):
+        assert ga.check(lambda x: torch.sin(300 * x), (x,), mode=mode, seed=seed).ok
+
+
+def test_the_joint_direction_has_the_length_of_one_inputs_own():
+    """x / y with x of 5 elements and y a 0-dim tensor (OpInfo's div sample 1): moved together along directions
+    of length about 1 each, the joint direction was about 1.4 long and Richardson's truncation error (its
+    length^4 times an input's own) fell outside the sum's evidence bound, so both inputs were checked again one
+    by one (12 evaluations). Scaled to length 1, the joint check decides alone: 4 evaluations."""
+    x = torch.tensor([0.7, -1.3, 2.1, 0.4, -0.2], dtype=F64, requires_grad=True)
+    y = torch.tensor(1.6, dtype=F64, requires_grad=True)
+    for seed in range(4):
+        res = ga.check(torch.div, (x, y), mode="directional", seed=seed)
+        assert res.ok and res.info["evaluations"] == 4, (seed, res.info)

@@ -69,6 +69,20 @@ class Stats(torch.autograd.Function):
         return w * gy, x * gy
 
 
+class FastSine(torch.autograd.Function):
+    """sin(300 x) whose backward is off by a relative 1e-8."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.sin(300 * x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 300 * torch.cos(300 * x) * (1 + 1e-8)
+
+
 CASES = {
     "sin, one element": (torch.sin, lambda: (t(0.7),)),
     "a scalar": (lambda x: x.exp() * 3, lambda: (s(-1.3),)),
@@ -94,6 +108,9 @@ CASES = {
     "float32 inputs": (lambda x: x.sin(), lambda: (t(0.3, 0.6, dtype=torch.float32),)),
     "a random draw": (lambda x: x * (torch.rand(()) + 1), lambda: (t(0.3, -0.6),)),
     "an empty output": (lambda x: x[:0] * 2, lambda: (t(0.3, 0.6),)),
+    "a fast oscillation": (lambda x: torch.sin(300 * x), lambda: (t(-1.0, -0.2, 0.45, 1.0),)),
+    # Ridders' first bounds coarser than 1e-8 of the entries: Ridders again from smaller steps, on both paths
+    "a fast oscillation off by 1e-8": (lambda x: FastSine.apply(x), lambda: (t(-1.0, -0.2, 0.45, 1.0),)),
 }
 
 
@@ -117,7 +134,8 @@ def test_the_planted_bugs_fail_on_the_lean_path():
     """The differential test above is only worth something if the cases it compares decide something: the
     planted bugs fail on the lean path (and so, by the test above, on the general path too)."""
     assert evaluate.LEAN
-    for case in ("planted 1e-8 bug", "planted 1e-8 bug, small vector", "no gradient", "a dropped output gradient"):
+    for case in ("planted 1e-8 bug", "planted 1e-8 bug, small vector", "no gradient", "a dropped output gradient",
+                 "a fast oscillation off by 1e-8"):
         fn, make = CASES[case]
         for mode in ("full", "directional"):
             assert ga.check(fn, make(), mode=mode).verdict == "fail", (case, mode)

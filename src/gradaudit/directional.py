@@ -29,7 +29,7 @@ from .evaluate import SMALL_BATCH, Info, Problem, batched_outputs, held
 from .findings import Findings
 from .numeric import ridders_tableau, truncation
 from .record import Comparison, Location
-from .tolerances import ToleranceUsed
+from .tolerances import RESOLVE, SAFETY, ToleranceUsed
 
 if TYPE_CHECKING:
     import torch
@@ -112,7 +112,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
         result = {"numeric": numeric, "error_bound": err, "scheme": "ridders", "evaluations": 4 + used}
         h0 = 1e-2 * scale
         for _ in range(SHRINKS):  # near a singularity the large steps' truncation dominates: start smaller
-            if int(judged.reason) not in UNDECIDED:
+            if int(judged.reason) not in UNDECIDED and not _unresolved(judged, err, numeric, tol, precision):
                 break
             h0 /= 10
             again, err2, used2 = ridders_scalar(phi_many, h0)
@@ -134,6 +134,17 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     result.update(verdict=int(judged.verdict), reason=int(judged.reason), allowed=_allowed(judged),
                   judged=judged, observed=analytic)
     return result
+
+
+def _unresolved(judged: J.Judged, err: float, value: float, tol: ToleranceUsed, precision: str) -> bool:
+    """A pass whose evidence is coarser than the default tolerance's promise: SAFETY times Ridders' error bound
+    above RESOLVE |value| (a backward off by 1e-8 would pass within it), in float64 at the default tolerance,
+    as full mode promises for every entry (full._resolved). Ridders then starts again from smaller steps, and
+    the finest bound is kept: tan 0.05 from its pole, along a direction mixing it with 19 other elements, has
+    a bound of 1.4e-8 from h0 = 1e-2 and a backward off by 1e-8 passed within it."""
+    wide = SAFETY * err
+    return (int(judged.verdict) == J.PASS and tol.default and precision == "float64"
+            and abs(value) > wide > RESOLVE * abs(value))  # below its own bound a relative error means nothing
 
 
 def _scalar_preamble(x: torch.Tensor, u: torch.Tensor, g: torch.Tensor | None
@@ -393,6 +404,10 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
     import torch
 
     parts = []
+    # the joint direction's length, over the factors: one input's own direction has length one (relative to its
+    # elements' sizes), and so has the joint one. Longer, its steps would carry a truncation error (length)^4 times
+    # an input's own (x / y with 5 and 1 elements: 7 times, outside the evidence bound)
+    length = math.sqrt(math.fsum(f * f for f in factors))
     for pos, j in enumerate(problem.diff):
         x = problem.inputs[j].detach()
         if (grads[pos] is None or not x.numel() or not x.is_floating_point() or held(x) is not None
@@ -400,7 +415,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
             return None  # None gradients, empty or non-finite inputs: their own checks say what they find
         u = draws[pos]
         size = x.abs().to(torch.float64).clamp_min(1.0)
-        u = u * (factors[pos] / max(float(torch.linalg.vector_norm(u)), 1e-300)) * size
+        u = u * (factors[pos] / length / max(float(torch.linalg.vector_norm(u)), 1e-300)) * size
         parts.append((j, x, u))
     # each direction's sign chosen so that autograd's vᵀJ_j u_j is not negative: a backward whose inputs'
     # terms are all off by the same relative amount (f(x - y) with both partials scaled) then adds its errors

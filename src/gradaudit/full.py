@@ -4,13 +4,15 @@ Two stages, the same principle as the directional check's: a quick stage can onl
 
 1. **Quick stage** (per column): central differences with h = cbrt(eps) max(1, |x|), batched; or
    column groups when the Jacobian is diagonal or banded (a probe column bounds the band; each band
-   is verified with two random draws, never assumed); or one-sided differences with steps
+   is verified with two random draws, never assumed; the columns holding an entry a band or group did not
+   accept are judged again one by one, at their own steps); or one-sided differences with steps
    max(1, |x|) when the function is verified affine in the input. An entry is accepted when
    autograd agrees to within the tolerance plus the rounding bound of that difference.
 2. **Final stage**: every column holding an entry the quick stage did not accept — and every
    column of an input whose directional confirmation (Ridders along a random direction, run in
    every mode) disagrees — is judged with Ridders' extrapolation per entry, whose error estimate
-   enters the allowance, and with one-sided slopes that expose kinks and discontinuities.
+   enters the allowance, and with one-sided slopes that expose kinks and discontinuities; where an entry
+   passes on a bound coarser than RESOLVE of its value, Ridders starts again from smaller steps.
 
 The analytic side is autograd's vᵀJ in row chunks with randomly scaled, non-unit ``grad_outputs``,
 so a backward that ignores ``grad_output`` cannot pass. Memory: autograd's Jacobian (8 M N bytes)
@@ -96,7 +98,7 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         bases: list[float] = []
         suspect = _quick(problem, j, analytic, banded, tol, found[j], info, central, bases)
         if central:  # Richardson's extrapolation from the quick stage's differences, before Ridders
-            suspect = _richardson(problem, j, suspect, central, analytic, tol, found[j], info)
+            suspect = _richardson(problem, j, suspect, central, analytic, banded, tol, found[j], info)
         disagree = not derived and not _together(problem, j, analytic, banded, first[pos], vs, tol, weighted)
         asked = asked or disagree or not _resolved(problem, j, analytic, banded, tol,
                                                    min(bases, default=EPS_POWERS["cbrt"]))
@@ -139,7 +141,9 @@ def _resolved(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Te
         if a is None or not a.numel() or not out.is_floating_point():
             continue
         if E.LEAN and a.numel() <= J.SMALL and out.dtype == torch.float64:  # a few entries: in Python floats
-            rows, xs = problem.f_size(k).tolist(), problem.x_size(j).tolist()
+            # problem.f_size(k), problem.x_size(j) in Python floats: max(1, |v|), NaN staying NaN as in clamp_min
+            rows = [max(abs(f), 1.0) for f in out.reshape(-1).tolist()]
+            xs = [max(abs(v), 1.0) for v in problem.inputs[j].detach().reshape(-1).tolist()]
             values = [abs(v) for v in a.reshape(-1).tolist()]
             if any(v != v for v in values):  # a NaN entry: the largest is NaN, as torch's max says, and none is
                 continue  # at least 1% of it (a NaN gradient fails as a located entry anyway)
@@ -332,9 +336,14 @@ def _quick(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tenso
     n = problem.inputs[j].numel()
     suspect: list[torch.Tensor] = []
     if banded is not None:
-        return found.unheld(_quick_band(problem, j, banded, tol, found))
-    # a sparse Jacobian: column groups; the columns of a group with an entry they did not accept come here
-    todo = _quick_colored(problem, j, analytic, tol, found, info)
+        # a band: its column groups' differences (one step for all columns); the columns holding an entry they did
+        # not accept come here, one by one at their own steps, as any column (and on to Richardson, then Ridders)
+        left = found.unheld(_quick_band(problem, j, banded, tol, found))
+        if not len(left):
+            return left
+        todo: torch.Tensor | None = left
+    else:  # a sparse Jacobian: column groups; the columns of a group with an entry they did not accept come here
+        todo = _quick_colored(problem, j, analytic, tol, found, info)
     x = problem.inputs[j]
     count = n if todo is None else len(todo)
     given: list[torch.Tensor] | None = None
@@ -374,7 +383,7 @@ def _quick(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tenso
         blocks: list[tuple[int, torch.Tensor, torch.Tensor, Any]] = []
         bad = [False] * len(cols)
         for k, num in enumerate(numeric):
-            ana = _columns(analytic, None, j, k, slice(a, a + len(cols)) if todo is None else cols)
+            ana = _columns(analytic, banded, j, k, slice(a, a + len(cols)) if todo is None else cols)
             obs = torch.zeros_like(num) if ana is None else ana
             judged: Any = _small_judged(problem, j, k, obs, num, cols, tol, found, h=used)
             if judged is None:
@@ -392,8 +401,8 @@ def _quick(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tenso
 
 
 def _richardson(problem: Problem, j: int, suspect: torch.Tensor, central: Central,
-                analytic: dict[tuple[int, int], torch.Tensor | None], tol: ToleranceUsed, found: Findings,
-                info: Info) -> torch.Tensor:
+                analytic: dict[tuple[int, int], torch.Tensor | None], banded: Band | None, tol: ToleranceUsed,
+                found: Findings, info: Info) -> torch.Tensor:
     """A second quick stage for the columns whose central differences D(h) were not accepted: Richardson's
     (4 D(h) - D(2h)) / 3 from the quick stage's D(h) and one more central difference, at 2h (2 evaluations
     per column; Ridders takes 12 and the slopes 2 more). The h^2 term of the truncation error, which keeps
@@ -428,7 +437,7 @@ def _richardson(problem: Problem, j: int, suspect: torch.Tensor, central: Centra
         blocks: list[tuple[int, torch.Tensor, torch.Tensor, Any]] = []
         for k, (near, d2) in enumerate(zip(nums, far)):
             value = (4 * near - d2.T) / 3
-            ana = _columns(analytic, None, j, k, cols)
+            ana = _columns(analytic, banded, j, k, cols)
             obs = torch.zeros_like(value) if ana is None else ana
             # judged with the central difference's own bound, not the 1.5 times of its rounding that the
             # extrapolation carries: it accepts only what the quick stage would accept without truncation
@@ -930,6 +939,7 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
     base = RIDDERS_BASE
     for _ in range(SHRINKS):
         undecided = torch.isin(judged.reason.expand_as(judged.verdict), torch.tensor(UNDECIDED))
+        undecided |= _unresolved(problem, j, judged, bound.T, tol)
         if not bool(undecided.any()):
             break
         base /= 10
@@ -945,6 +955,23 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
         judged = J.judge(obs, value.T, tol, reference_bound=bound.T, scale=_scale(problem, j, k, part),
                          slopes=(left.T, right.T), precision=_precision(problem, j))
     return value, bound, judged
+
+def _unresolved(problem: Problem, j: int, judged: J.Judged, bound: torch.Tensor, tol: ToleranceUsed) -> torch.Tensor:
+    """Entries that pass, but on evidence coarser than the default tolerance's promise: SAFETY times Ridders'
+    error bound above RESOLVE |value| (a backward off by 1e-8 would pass within it), in float64 at the default
+    tolerance (as :func:`_resolved` promises for the quick stage, and directional._unresolved for a direction).
+    They get Ridders from smaller steps too (:func:`_shrink`), the finest bound kept."""
+    import torch
+
+    shape = judged.verdict.shape
+    if not tol.default or problem.inputs[j].dtype != torch.float64 or not judged.verdict.numel():
+        return torch.zeros(shape, dtype=torch.bool)
+    # as _resolved: only entries above their own bound (below it a relative error means nothing) and at least 1%
+    # of the block's largest (a NaN there: none)
+    size, wide = judged.ref.expand(shape).abs(), SAFETY * bound.expand(shape)
+    floor = 0.01 * float(size.max())
+    return (judged.verdict.expand(shape) == J.PASS) & (wide > RESOLVE * size) & (size > wide) & (size >= floor)
+
 
 def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[int, int], torch.Tensor | None],
            banded: Band | None, tol: ToleranceUsed, found: Findings, info: Info) -> None:
@@ -969,6 +996,16 @@ def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[in
                 judged = J.judge(obs, value.T, tol, reference_bound=bound.T, scale=_scale(problem, j, k, part),
                                  precision=_precision(problem, j))
             _mark(marks, judged, len(part))
+            # a pass on evidence too coarse for RESOLVE: Ridders again from smaller steps (in Python floats for a
+            # block judged in them: the same IEEE products)
+            if not isinstance(judged, tuple):
+                for i in _unresolved(problem, j, judged, bound.T, tol).any(0).nonzero().flatten().tolist():
+                    marks[i] = True
+            elif tol.default and problem.inputs[j].dtype == torch.float64 and not any(r != r for r in judged[2]):
+                floor = 0.01 * max((abs(r) for r in judged[2]), default=0.0)
+                for i, (ok, r, b) in enumerate(zip(judged[0], judged[2], bound.T.reshape(-1).tolist())):
+                    if ok and SAFETY * b > RESOLVE * abs(r) and abs(r) > SAFETY * b and abs(r) >= floor:
+                        marks[i % len(part)] = True
             first.append((k, ana is None, obs, value, bound, judged))
         bad = torch.tensor(marks, dtype=torch.bool)
         some = any(marks)
