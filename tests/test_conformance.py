@@ -1062,3 +1062,22 @@ def test_the_joint_direction_has_the_length_of_one_inputs_own():
     for seed in range(4):
         res = ga.check(torch.div, (x, y), mode="directional", seed=seed)
         assert res.ok and res.info["evaluations"] == 4, (seed, res.info)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_torchs_trigamma_off_by_3e_10_fails_in_every_mode(mode):
+    """digamma's derivative is trigamma, and trigamma(1/2) = pi^2 / 2, trigamma(3/2) = pi^2 / 2 - 4,
+    trigamma(5/2) = pi^2 / 2 - 4 - 4/9 (psi_1(x + 1) = psi_1(x) - 1/x^2). torch 2.13's float64 trigamma is off
+    by 2.8e-10 to 4.6e-10 of these, above the default rtol 1e-10. Directional mode's Richardson resolves it
+    and failed; full mode's central differences resolve only about 1e-9 of these entries and passed within
+    that. Where an entry passes beyond the rtol on the evidence's own bound alone, full mode now asks the
+    directional confirmation (100 times finer), which disagrees; every column then goes to Ridders, which
+    resolves it: every mode fails, and full mode locates all three entries."""
+    x = torch.tensor([0.5, 1.5, 2.5], dtype=F64, requires_grad=True)
+    exact = torch.tensor([torch.pi ** 2 / 2, torch.pi ** 2 / 2 - 4, torch.pi ** 2 / 2 - 4 - 4 / 9], dtype=F64)
+    off = (torch.polygamma(1, x.detach()) - exact).abs() / exact
+    assert bool((off > 2e-10).all()), off  # the premise: torch's trigamma is this far off
+    res = ga.check(torch.digamma, (x,), mode=mode)
+    assert res.verdict == "fail", res
+    if mode != "directional":
+        assert res.records[0].discrepancy.mismatched == 3, res

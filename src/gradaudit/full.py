@@ -100,8 +100,10 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         if central:  # Richardson's extrapolation from the quick stage's differences, before Ridders
             suspect = _richardson(problem, j, suspect, central, analytic, banded, tol, found[j], info)
         disagree = not derived and not _together(problem, j, analytic, banded, first[pos], vs, tol, weighted)
-        asked = asked or disagree or not _resolved(problem, j, analytic, banded, tol,
-                                                   min(bases, default=EPS_POWERS["cbrt"]))
+        # the confirmation runs where central differences cannot resolve RESOLVE of an entry, and where an entry
+        # passed beyond the tolerance itself, on the evidence's bound alone (found[j].beyond)
+        asked = asked or disagree or found[j].beyond or not _resolved(problem, j, analytic, banded, tol,
+                                                                      min(bases, default=EPS_POWERS["cbrt"]))
         if asked and confirm(j):
             import torch
 
@@ -121,14 +123,14 @@ EPS64 = 2.220446049250313e-16  # float64 machine epsilon, as torch.finfo(torch.f
 def _resolved(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None], banded: Band | None,
               tol: ToleranceUsed, base: float) -> bool:
     """Whether the quick stage resolves every entry of input j to RESOLVE (the default tolerance's promise):
-    its allowance, SAFETY ROUNDING_ULPS eps max(1, |f_r|) / h_c plus the tolerance, at most RESOLVE |J_rc|
-    wherever |J_rc| exceeds it (an entry below its allowance has no relative error worth resolving) and is
-    at least 1% of the output's largest entry. A
-    loss summing many terms (|f| of 460 against entries of 1) or sigmoid (entries of at most 1/4 against
-    max(1, |f|) = 1) is not resolved: a backward off by 1e-8 there passes central differences, and the
-    directional confirmation, 100 times finer, decides. *base*: the quick steps' h_c / max(1, |x_c|), the
-    smallest used (an affine function's one-sided steps of max(1, |x|) resolve far finer). Only at the
-    default tolerance, in float64; a band (autograd's entries not built) is never called resolved."""
+    its evidence term, SAFETY ROUNDING_ULPS eps max(1, |f_r|) / h_c, at most RESOLVE |J_rc| wherever |J_rc|
+    exceeds its allowance (an entry below its allowance has no relative error worth resolving) and is at
+    least 1% of the output's largest entry. A loss summing many terms (|f| of 460 against entries of 1) or
+    sigmoid (entries of at most 1/4 against max(1, |f|) = 1) is not resolved: a backward off by 1e-8 there
+    passes central differences, and the directional confirmation, 100 times finer, decides. *base*: the
+    quick steps' h_c / max(1, |x_c|), the smallest used (an affine function's one-sided steps of
+    max(1, |x|) resolve far finer). Only at the default tolerance, in float64; a band (autograd's entries
+    not built) is never called resolved."""
     import torch
 
     if not tol.default or problem.inputs[j].dtype != torch.float64:
@@ -150,8 +152,8 @@ def _resolved(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Te
             floor = 0.01 * max(values)
             width = len(xs)
             for i, size in enumerate(values):
-                allowed = unit * rows[i // width] / (base * xs[i % width]) + tol.atol + tol.rtol * size
-                if size > allowed and allowed > RESOLVE * size and size >= floor:
+                evidence = unit * rows[i // width] / (base * xs[i % width])
+                if size > evidence + tol.atol + tol.rtol * size and evidence > RESOLVE * size and size >= floor:
                     return False
             continue
         h = base * problem.x_size(j).reshape(1, -1)
@@ -162,9 +164,9 @@ def _resolved(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Te
         step = max(1, (1 << 18) // max(1, a.shape[1]))  # rows at a time: a few MB of temporaries, not M x N
         for r in range(0, a.shape[0], step):
             size = a[r:r + step].abs()
-            allowed = (SAFETY * ROUNDING_ULPS * torch.finfo(out.dtype).eps) * fs[r:r + step] / h
-            allowed = allowed + tol.atol + tol.rtol * size
-            if bool(((size > allowed) & (allowed > RESOLVE * size) & (size >= floor)).any()):
+            evidence = (SAFETY * ROUNDING_ULPS * torch.finfo(out.dtype).eps) * fs[r:r + step] / h
+            allowed = evidence + tol.atol + tol.rtol * size
+            if bool(((size > allowed) & (evidence > RESOLVE * size) & (size >= floor)).any()):
                 return False
     return True
 
@@ -396,7 +398,7 @@ def _quick(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tenso
             suspect.append(cols[picked])  # judged again in the final stage; the clean columns are final now
             if central is not None and is_central:
                 central.append((cols[picked], [num[:, picked] for num in numeric], used[picked]))
-        _count(cols, blocks, bad, found)
+        _count(cols, blocks, bad, found, tol)
     return found.unheld(torch.unique(torch.cat(suspect))) if suspect else torch.zeros(0, dtype=torch.long)
 
 
@@ -454,7 +456,7 @@ def _richardson(problem: Problem, j: int, suspect: torch.Tensor, central: Centra
             blocks.append((k, obs, value, judged))
         if any(bad):
             left.append(cols[torch.tensor(bad, dtype=torch.bool)])
-        _count(cols, blocks, bad, found)
+        _count(cols, blocks, bad, found, tol)
     rest = suspect[~torch.isin(suspect, done)]  # columns without central differences (banded, affine)
     return found.unheld(torch.unique(torch.cat([rest, *left])))
 
@@ -510,6 +512,7 @@ def _quick_tiny(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.
     precision = _precision(problem, j)
     numeric: list[list[float]] = []
     judged: list[list[float] | None] = []
+    per_output: list[list[float]] = []  # the bounds of each output's entries
     for k, out in enumerate(outs):
         m = out.numel()
         if m == 1:
@@ -522,17 +525,20 @@ def _quick_tiny(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.
         numeric.append(num)
         if not m:
             judged.append([])
+            per_output.append([])
             continue
         block = analytic.get((j, k))
         obs = [0.0] * (m * n) if block is None else block.reshape(-1).tolist()
         fs = [max(abs(f), 1.0) for f in out.reshape(-1).tolist()]  # problem.f_size(k); NaN stays NaN
         unit = ROUNDING_ULPS * torch.finfo(out.dtype).eps
-        verdicts = J.passes(obs, num, [unit * f / h for f in fs for h in hs], [f / x for f in fs for x in x_sizes],
-                            tol, precision)
+        bounds = [unit * f / h for f in fs for h in hs]
+        verdicts = J.passes(obs, num, bounds, [f / x for f in fs for x in x_sizes], tol, precision)
         judged.append(verdicts[1] if verdicts is not None and all(verdicts[0]) else None)
+        per_output.append(bounds)
     if all(d is not None for d in judged):
         cols = list(range(n))
         for k, (diffs, num) in enumerate(zip(judged, numeric)):
+            found.beyond = found.beyond or _beyond_values(diffs, num, per_output[k], tol)  # type: ignore[arg-type]
             found.add_passed_values(diffs, num, n, k, cols)  # type: ignore[arg-type]  # none is None here
         return True
     return ([torch.tensor(num, dtype=torch.float64).reshape(o.numel(), n) for num, o in zip(numeric, outs)],
@@ -541,7 +547,7 @@ def _quick_tiny(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.
 
 def _small_judged(problem: Problem, j: int, k: int, obs: torch.Tensor, ref: torch.Tensor, cols: torch.Tensor,
                   tol: ToleranceUsed, found: Findings, *, h: torch.Tensor | None = None,
-                  bound: torch.Tensor | None = None) -> tuple[list[bool], list[float], list[float]] | None:
+                  bound: torch.Tensor | None = None) -> tuple[list[bool], list[float], list[float], list[float]] | None:
     """judge's verdict per entry of a small block (M_k x len(cols)) in Python floats (:func:`judge.passes`),
     with the bound of :func:`_rounding` for steps *h* (or the given *bound*, (M_k, len(cols))) and the scale
     of :func:`_scale`: whether each entry passes, its difference and its reference, row-major. None where
@@ -564,11 +570,11 @@ def _small_judged(problem: Problem, j: int, k: int, obs: torch.Tensor, ref: torc
     refs = ref.reshape(-1).tolist()
     judged = J.passes(obs.reshape(-1).tolist(), refs, bounds, [f / x for f in fs for x in xs], tol,
                       _precision(problem, j))
-    return None if judged is None else (judged[0], judged[1], refs)
+    return None if judged is None else (judged[0], judged[1], refs, bounds)
 
 
 def _count(cols: torch.Tensor, blocks: list[tuple[int, torch.Tensor, torch.Tensor, Any]], bad: list[bool],
-           found: Findings) -> None:
+           found: Findings, tol: ToleranceUsed) -> None:
     """Count the entries of the columns every output accepted (*bad* marks the others, judged again later
     for every output). *blocks*: per output k, (k, observed, reference, judgement), the judgement a
     J.Judged or _small_judged's flags, differences and references."""
@@ -583,21 +589,50 @@ def _count(cols: torch.Tensor, blocks: list[tuple[int, torch.Tensor, torch.Tenso
     w = len(at)
     for k, obs, ref, judged in blocks:
         if isinstance(judged, tuple):
-            _, diffs, refs = judged
+            _, diffs, refs, bounds = judged
             if not some:
+                found.beyond = found.beyond or _beyond_values(diffs, refs, bounds, tol)
                 found.add_passed_values(diffs, refs, w, k, at)
                 continue
             rows = range(ref.shape[0])
-            found.add_passed_values([diffs[r * w + c] for r in rows for c in clean],
-                                    [refs[r * w + c] for r in rows for c in clean], len(clean), k,
-                                    [at[c] for c in clean])
+            picked = [r * w + c for r in rows for c in clean]
+            diffs, refs = [diffs[i] for i in picked], [refs[i] for i in picked]
+            found.beyond = found.beyond or _beyond_values(diffs, refs, [bounds[i] for i in picked], tol)
+            found.add_passed_values(diffs, refs, len(clean), k, [at[c] for c in clean])
             continue
         rows_t = torch.arange(ref.shape[0]).reshape(-1, 1)
         if mask is None:
+            found.beyond = found.beyond or _beyond(judged, tol)
             found.add(judged, obs, ref, output=k, rows=rows_t, cols=cols.reshape(1, -1))
         else:
-            found.add(judged.columns(mask), obs[:, mask], ref[:, mask], output=k, rows=rows_t,
-                      cols=cols[mask].reshape(1, -1))
+            part = judged.columns(mask)
+            found.beyond = found.beyond or _beyond(part, tol)
+            found.add(part, obs[:, mask], ref[:, mask], output=k, rows=rows_t, cols=cols[mask].reshape(1, -1))
+
+
+def _beyond(judged: J.Judged, tol: ToleranceUsed) -> bool:
+    """Whether an entry passed beyond the default tolerance itself, within the evidence's own bound only: its
+    difference above atol + rtol |reference|, the reference above that bound (not an entry of zero seen through
+    rounding) and at least 1% of the block's largest (a NaN there: none). Central differences resolve about
+    1e-9 of an entry, so they pass torch's trigamma, 3e-10 off at 0.5, within their bound: where the evidence
+    shows such a difference, the directional confirmation (100 times finer) decides, as in directional mode."""
+    shape = judged.verdict.shape
+    if not tol.default or not judged.verdict.numel():
+        return False
+    size, diff, wide = (t.expand(shape) for t in (judged.ref.abs(), judged.diff, judged.evidence))
+    floor = 0.01 * float(size.max())
+    return bool(((judged.verdict.expand(shape) == J.PASS) & (diff > tol.atol + tol.rtol * size) & (size > wide)
+                 & (size >= floor)).any())
+
+
+def _beyond_values(diffs: list[float], refs: list[float], bounds: list[float], tol: ToleranceUsed) -> bool:
+    """:func:`_beyond` for a block that passed whole, in Python floats (differences, references and the raw
+    bounds, SAFETY times which the judge allowed): the same IEEE operations."""
+    if not tol.default or not refs or any(r != r for r in refs):
+        return False
+    floor = 0.01 * max(abs(r) for r in refs)
+    return any(d > tol.atol + tol.rtol * abs(r) and abs(r) > b * SAFETY and abs(r) >= floor
+               for d, r, b in zip(diffs, refs, bounds))
 
 
 def _mark(bad: list[bool], judged: Any, width: int) -> None:
@@ -750,9 +785,11 @@ def _quick_band(problem: Problem, j: int, band: Band, tol: ToleranceUsed, found:
     bad = judged.verdict != J.PASS
     suspect = found.unheld(torch.unique(band.cols[bad]))
     if not len(suspect):
+        found.beyond = found.beyond or _beyond(judged, tol)
         kept = found.add(judged, obs, band.numeric, output=0, rows=band.rows, cols=band.cols)
     else:
         clean = ~torch.isin(band.cols, suspect)
+        found.beyond = found.beyond or _beyond(judged.take(clean), tol)
         kept = found.add(judged.take(clean), obs[clean], band.numeric[clean], output=0, rows=band.rows[clean],
                          cols=band.cols[clean])
     # the entries outside the band agree (zero on both sides, verified twice), except in suspect and held columns
@@ -891,8 +928,10 @@ def _quick_colored(problem: Problem, j: int, analytic: dict[tuple[int, int], tor
             judged, obs, num, r, c = item
             clean = ~bad[group[c]]
             if bool(clean.all()):
+                found.beyond = found.beyond or _beyond(judged, tol)
                 kept = found.add(judged, obs, num, output=k, rows=r, cols=c)
             else:
+                found.beyond = found.beyond or _beyond(judged.take(clean), tol)
                 kept = found.add(judged.take(clean), obs[clean], num[clean], output=k, rows=r[clean], cols=c[clean])
         # the entries outside autograd's pattern agree (zero on both sides, verified), except in suspect and
         # held columns
@@ -956,10 +995,11 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
                          slopes=(left.T, right.T), precision=_precision(problem, j))
     return value, bound, judged
 
+
 def _unresolved(problem: Problem, j: int, judged: J.Judged, bound: torch.Tensor, tol: ToleranceUsed) -> torch.Tensor:
-    """Entries that pass, but on evidence coarser than the default tolerance's promise: SAFETY times Ridders'
-    error bound above RESOLVE |value| (a backward off by 1e-8 would pass within it), in float64 at the default
-    tolerance (as :func:`_resolved` promises for the quick stage, and directional._unresolved for a direction).
+    """Entries that pass, but on evidence coarser than the default tolerance asks: SAFETY times Ridders' error
+    bound above RESOLVE |value| (a backward off by more than the rtol could pass within it), in float64 at the
+    default tolerance (as :func:`_resolved` asks of the quick stage, and directional._unresolved of a direction).
     They get Ridders from smaller steps too (:func:`_shrink`), the finest bound kept."""
     import torch
 
@@ -1017,7 +1057,7 @@ def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[in
             rows = torch.arange(value.shape[1]).reshape(-1, 1)
             clean = ~bad
             if isinstance(judged, tuple):  # judged in Python floats: its passed columns counted from them
-                _count(part, [(k, obs, value.T, judged)], marks, found)
+                _count(part, [(k, obs, value.T, judged)], marks, found, tol)
             elif sides is None:
                 found.add(judged, obs, value.T, output=k, rows=rows, cols=part.reshape(1, -1), kind=kind, note=note)
             elif bool(clean.any()):

@@ -107,7 +107,9 @@ KINK_REL = 1e-3
 #: the default tolerance's promise: a float64 backward off by this relative amount fails in every mode. Full
 #: mode's central differences resolve about 3e-9 max(1, |f|) / max(1, |x|) (with SAFETY); where that is
 #: coarser than RESOLVE times an entry, the directional confirmation (Richardson at steps 100 times larger)
-#: decides whether the accepted entries stand
+#: decides whether the accepted entries stand (and it decides too where an entry passed beyond the rtol on
+#: the evidence's bound alone: full._beyond); where Ridders passes on a bound coarser than that, it starts
+#: again from smaller steps
 RESOLVE = 1e-8
 #: ulps of |f| one evaluation of the function may be off by (the rounding of a difference quotient)
 ROUNDING_ULPS = 8.0
