@@ -1081,3 +1081,18 @@ def test_torchs_trigamma_off_by_3e_10_fails_in_every_mode(mode):
     assert res.verdict == "fail", res
     if mode != "directional":
         assert res.records[0].discrepancy.mismatched == 3, res
+
+
+def test_a_float32_check_asks_no_confirmation_of_the_float64_promise():
+    """A function that refuses float64 is checked in float32, whose rounding bound is far above the rtol: every
+    accepted entry is "beyond the rtol on its bound", but the promise behind that confirmation is made in
+    float64 only. Full mode on 6 elements: central differences alone, 2 evaluations per element, 12."""
+    def f(x):
+        if x.dtype == torch.float64:
+            raise TypeError("float32 only")
+        return (3 * x).exp()
+
+    x = leaf(6, dtype=torch.float32)
+    res = ga.check(f, (x,), mode="full")
+    assert res.ok, res
+    assert res.info["evaluations"] == 12 and "directional" not in res.info, res.info

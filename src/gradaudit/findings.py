@@ -89,7 +89,7 @@ class Findings:
     extra: list[Comparison] = field(default_factory=list)  # input-level comparisons (metadata, projections)
     held: torch.Tensor | None = None  # flat input elements that are not finite: held fixed, never judged
     not_checked: str = ""  # what the report says of them
-    beyond: bool = False  # an entry passed beyond the default tolerance, on the evidence's bound (full._beyond)
+    beyond: bool = False  # a quick stage accepted an entry beyond the tolerance, on its bound alone (full._beyond)
 
     def location(self, output: int | None, row: int, col: int) -> Location:
         element = unravel(col, self.shape) if col >= 0 else None

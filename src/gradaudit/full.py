@@ -74,6 +74,8 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
     to rounding. Where they do not (or the rows were not all built), *confirm(j)* runs the directional
     confirmation for input j and says whether it disagreed: then every column of j is judged in the
     final stage."""
+    import torch
+
     found = {j: Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
                          [tuple(o.shape) for o in problem.outputs], held=held(problem.inputs[j])) for j in problem.diff}
     banded = _banded(problem, gen, info) if len(problem.diff) == 1 and len(problem.outputs) == 1 else None
@@ -83,8 +85,6 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
     elif len(vs) == 1 and len(problem.outputs) == 1 and problem.outputs[0].numel() == 1:
         # a scalar output: the first backward (random weight v, |v| in [0.5, 1.5)) already gave v J; a
         # backward that ignores its grad_output still fails, as it gives J instead of v J
-        import torch
-
         v = float(vs[0].to(problem.outputs[0].dtype).reshape(()))
         analytic = {(j, 0): None if g is None else (g.detach().to(torch.float64) / v).reshape(1, -1)
                     for j, g in zip(problem.diff, first)}
@@ -102,11 +102,10 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         disagree = not derived and not _together(problem, j, analytic, banded, first[pos], vs, tol, weighted)
         # the confirmation runs where central differences cannot resolve RESOLVE of an entry, and where an entry
         # passed beyond the tolerance itself, on the evidence's bound alone (found[j].beyond)
-        asked = asked or disagree or found[j].beyond or not _resolved(problem, j, analytic, banded, tol,
-                                                                      min(bases, default=EPS_POWERS["cbrt"]))
+        beyond = found[j].beyond and problem.inputs[j].dtype == torch.float64  # where the default promise is made
+        asked = asked or disagree or beyond or not _resolved(problem, j, analytic, banded, tol,
+                                                             min(bases, default=EPS_POWERS["cbrt"]))
         if asked and confirm(j):
-            import torch
-
             # every column is judged again, so its entries are counted once, there: not also as the quick stage did
             f = found[j] = Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
                                     [tuple(o.shape) for o in problem.outputs], held=found[j].held)
@@ -574,10 +573,11 @@ def _small_judged(problem: Problem, j: int, k: int, obs: torch.Tensor, ref: torc
 
 
 def _count(cols: torch.Tensor, blocks: list[tuple[int, torch.Tensor, torch.Tensor, Any]], bad: list[bool],
-           found: Findings, tol: ToleranceUsed) -> None:
+           found: Findings, tol: ToleranceUsed, *, quick: bool = True) -> None:
     """Count the entries of the columns every output accepted (*bad* marks the others, judged again later
     for every output). *blocks*: per output k, (k, observed, reference, judgement), the judgement a
-    J.Judged or _small_judged's flags, differences and references."""
+    J.Judged or _small_judged's flags, differences, references and bounds. In a quick stage (*quick*), an
+    entry accepted beyond the tolerance on the evidence's bound alone sets found.beyond (:func:`_beyond`)."""
     import torch
 
     clean = [i for i, b in enumerate(bad) if not b]
@@ -591,22 +591,22 @@ def _count(cols: torch.Tensor, blocks: list[tuple[int, torch.Tensor, torch.Tenso
         if isinstance(judged, tuple):
             _, diffs, refs, bounds = judged
             if not some:
-                found.beyond = found.beyond or _beyond_values(diffs, refs, bounds, tol)
+                found.beyond = found.beyond or quick and _beyond_values(diffs, refs, bounds, tol)
                 found.add_passed_values(diffs, refs, w, k, at)
                 continue
             rows = range(ref.shape[0])
             picked = [r * w + c for r in rows for c in clean]
             diffs, refs = [diffs[i] for i in picked], [refs[i] for i in picked]
-            found.beyond = found.beyond or _beyond_values(diffs, refs, [bounds[i] for i in picked], tol)
+            found.beyond = found.beyond or quick and _beyond_values(diffs, refs, [bounds[i] for i in picked], tol)
             found.add_passed_values(diffs, refs, len(clean), k, [at[c] for c in clean])
             continue
         rows_t = torch.arange(ref.shape[0]).reshape(-1, 1)
         if mask is None:
-            found.beyond = found.beyond or _beyond(judged, tol)
+            found.beyond = found.beyond or quick and _beyond(judged, tol)
             found.add(judged, obs, ref, output=k, rows=rows_t, cols=cols.reshape(1, -1))
         else:
             part = judged.columns(mask)
-            found.beyond = found.beyond or _beyond(part, tol)
+            found.beyond = found.beyond or quick and _beyond(part, tol)
             found.add(part, obs[:, mask], ref[:, mask], output=k, rows=rows_t, cols=cols[mask].reshape(1, -1))
 
 
@@ -1057,7 +1057,7 @@ def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[in
             rows = torch.arange(value.shape[1]).reshape(-1, 1)
             clean = ~bad
             if isinstance(judged, tuple):  # judged in Python floats: its passed columns counted from them
-                _count(part, [(k, obs, value.T, judged)], marks, found, tol)
+                _count(part, [(k, obs, value.T, judged)], marks, found, tol, quick=False)
             elif sides is None:
                 found.add(judged, obs, value.T, output=k, rows=rows, cols=part.reshape(1, -1), kind=kind, note=note)
             elif bool(clean.any()):
