@@ -137,9 +137,9 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
 
 
 def _unresolved(judged: J.Judged, err: float, value: float, tol: ToleranceUsed, precision: str) -> bool:
-    """A pass whose evidence is coarser than the default tolerance asks: SAFETY times Ridders' error bound above
-    RESOLVE |value| (a backward off by more than the rtol could pass within it), in float64 at the default
-    tolerance, as full mode asks of every entry (full._resolved). Ridders then starts again from smaller steps, and
+    """A pass whose evidence is coarser than the default tolerance's promise: SAFETY times Ridders' error bound
+    above RESOLVE |value| (a backward off by 1e-8 could pass within it), in float64 at the default tolerance, as
+    full mode asks of every entry (full._resolved). Ridders then starts again from smaller steps, and
     the finest bound is kept: tan 0.05 from its pole, along a direction mixing it with 19 other elements, has
     a bound of 1.4e-8 from h0 = 1e-2 and a backward off by 1e-8 passed within it."""
     wide = SAFETY * err

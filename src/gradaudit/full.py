@@ -997,9 +997,9 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
 
 
 def _unresolved(problem: Problem, j: int, judged: J.Judged, bound: torch.Tensor, tol: ToleranceUsed) -> torch.Tensor:
-    """Entries that pass, but on evidence coarser than the default tolerance asks: SAFETY times Ridders' error
-    bound above RESOLVE |value| (a backward off by more than the rtol could pass within it), in float64 at the
-    default tolerance (as :func:`_resolved` asks of the quick stage, and directional._unresolved of a direction).
+    """Entries that pass, but on evidence coarser than the default tolerance's promise: SAFETY times Ridders'
+    error bound above RESOLVE |value| (a backward off by 1e-8 could pass within it), in float64 at the default
+    tolerance (as :func:`_resolved` asks of the quick stage, and directional._unresolved of a direction).
     They get Ridders from smaller steps too (:func:`_shrink`), the finest bound kept."""
     import torch
 
