@@ -749,18 +749,24 @@ def test_entries_judged_again_after_a_disagreeing_confirmation_are_counted_once(
     assert [m.kind for m in res.mismatches] == ["projection"]
 
 
-class NearPole(torch.autograd.Function):
-    """tan x whose backward is sec^2 x times (1 - 1e-7)."""
+def tan_times(factor):
+    """tan x as an autograd.Function whose backward is sec^2 x times *factor*."""
 
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x.tan()
+    class Tan(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.tan()
 
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * (1 - 1e-7) / x.cos() ** 2
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * factor / x.cos() ** 2
+
+    return Tan
+
+
+NearPole = tan_times(1 - 1e-7)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -979,18 +985,7 @@ def test_directional_counts_say_at_least_where_a_part_agreed_as_a_whole(monkeypa
         assert d.mismatched >= 11 or (not d.exact and "agreed as a whole" in d.why_inexact), res
 
 
-class TanOff(torch.autograd.Function):
-    """tan x whose backward is sec^2 x times (1 + 1e-8)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x.tan()
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * (1 + 1e-8) / x.cos() ** 2
+TanOff = tan_times(1 + 1e-8)
 
 
 def _near_poles():
