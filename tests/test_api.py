@@ -322,6 +322,29 @@ def test_nondeterministic_backward_is_reported_and_can_be_allowed_with_why():
     assert not any(m.kind == "nondeterministic" for m in res.mismatches)
 
 
+def test_the_second_evaluation_at_the_point_is_asked_only_where_a_check_does_not_pass():
+    """A directional check of one input: the first forward (its graph for vᵀJ) and Richardson's four
+    evaluations, 5 calls, no more. A wrong backward still fails (the look finds one function). A function
+    whose outputs change from call to call (x² plus 1e-3 per call so far) disagrees with its backward, and
+    the look at the point then makes it an error, not a fail."""
+    calls = []
+
+    def counted(x):
+        calls.append(1)
+        return torch.sin(x)
+
+    assert ga.check(counted, (leaf(5),), mode="directional").ok and len(calls) == 1 + 4
+    wrong = fn_class(torch.sin, lambda g, x: 1.001 * torch.cos(x) * g)
+    assert ga.check(wrong.apply, (leaf(5),), mode="directional").verdict == "fail"
+
+    def drifting(x):
+        calls.append(1)
+        return x * x + 1e-3 * len(calls)
+
+    res = ga.check(drifting, (leaf(5),), mode="directional")
+    assert res.verdict == "error" and "not deterministic" in res.records[0].error.message, res
+
+
 def test_gradient_metadata_is_compared_with_the_inputs(monkeypatch):
     # autograd's engine casts a Function's float32 gradient back to float64, so a wrong dtype is
     # planted where the checker reads the gradients: the report must name dtype and shape

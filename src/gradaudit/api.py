@@ -212,9 +212,9 @@ def _evidence_copy(x: Any, *, float64: bool = True) -> Any:
 
 
 def _first_calls(problem: Problem) -> None:
-    """The first forward (its graph kept for the first backward), then a second at the same point (unless
-    every checked input is empty): the outputs must be tensors, the same both times (deterministic), and the
-    inputs unchanged (not in place)."""
+    """The first forward (its graph kept for the first backward): the outputs must be tensors, and the inputs
+    unchanged (not in place). Whether a second evaluation at the point agrees is asked where a check does not
+    pass (:func:`_second_look`)."""
     import torch
 
     pristine = [x.clone() if torch.is_tensor(x) else None for x in problem.inputs]
@@ -236,8 +236,20 @@ def _first_calls(problem: Problem) -> None:
                 f"the function changes its input '{name}' in place (through .data, .copy_ or an in-place op under "
                 "no_grad), so every evaluation sees a different point and its gradient there is not defined. "
                 f"Work on a copy inside the function ({name} = {name}.clone()); the caller's tensor is untouched"))
+
+
+def _second_look(problem: Problem) -> bool:
+    """Where a check did not pass (or an evaluation raised): the function again at the point, gradients off.
+
+    It must give the first forward's outputs (deterministic), else NotDeterministic is raised: the evidence
+    was not one function's. Where it fails with gradients off but runs with them on, the function
+    differentiates inside: it is evaluated with gradients on from now (said in the notes) and True asks for
+    the check again. A check that passed needs neither: its numeric evidence agreed with autograd as it was."""
+    import torch
+
     if not any(problem.inputs[j].numel() for j in problem.diff):
-        return  # nothing to perturb, so no evaluation but this one: whether another would agree decides nothing
+        return False  # nothing was perturbed, so no evaluation but the first: another decides nothing
+    rerun = False
     with torch.no_grad():
         try:
             again = _outputs(problem.call(*problem.inputs))
@@ -253,6 +265,7 @@ def _first_calls(problem: Problem) -> None:
             problem.notes.append(f"the function fails with gradients off ({type(exc.original).__name__}: "
                                  f"{str(exc.original).splitlines()[0][:120] if str(exc.original) else ''}): every "
                                  "evaluation ran with gradients on and fresh leaves, as gradcheck's do")
+            rerun = True
     for k, (a, b) in enumerate(zip(problem.outputs, again)):
         if _same(a, b):
             continue
@@ -268,6 +281,7 @@ def _first_calls(problem: Problem) -> None:
                 f"flat element {at}), although every evaluation started from the same torch random state. "
                 "A gradient check needs a function of its inputs alone: remove other sources of randomness "
                 "(Python's random, numpy, time) or fix them inside the function"))
+    return rerun
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -486,14 +500,27 @@ def _checked(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Descri
     n = sum(problem.inputs[j].numel() for j in problem.diff)
     m = sum(o.numel() for o in problem.outputs)
     chosen = mode if mode != "auto" else ("full" if n * m <= FULL_LIMIT else "directional")
-    info: Info = {"dtype": dtype}
-    if problem.notes:
-        info["notes"] = problem.notes
-    try:
-        records, findings = _gather(problem, chosen, tol, info, seed, forward_ad=forward_ad, order=order,
-                                    expected=expected, nondet_tol=nondet_tol, who=who, label=label, repro=repro)
-    except EvaluationError as exc:
-        return _errored(label, who, chosen, repro, problem.inputs, problem.names, exc, start)
+    for attempt in (1, 2):
+        info: Info = {"dtype": dtype}
+        if problem.notes:
+            info["notes"] = problem.notes
+        failed: EvaluationError | None = None
+        try:
+            records, findings = _gather(problem, chosen, tol, info, seed, forward_ad=forward_ad, order=order,
+                                        expected=expected, nondet_tol=nondet_tol, who=who, label=label, repro=repro)
+        except EvaluationError as exc:
+            failed = exc
+        if failed is None and all(f.verdict == "pass" for f in findings):
+            break
+        try:  # not passed: was it one deterministic function, and does it run with gradients off?
+            again = _second_look(problem)
+        except EvaluationError as exc:
+            return _errored(label, who, chosen, repro, problem.inputs, problem.names, exc, start)
+        if not again or attempt == 2:
+            if failed is not None:
+                return _errored(label, who, chosen, repro, problem.inputs, problem.names, failed, start)
+            break
+        problem.point, problem.vmap, problem.used, problem._noise = None, {}, {}, None  # afresh, gradients on
     return CheckResult(label, chosen, tuple(records), info, repro, tuple(findings),
                        round(time.perf_counter() - start, 4))
 
@@ -640,8 +667,17 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
     # the second with the weights negated: a backward is linear in its grad_output, and IEEE rounding is
     # symmetric in sign, so it must give exactly -first; one that uses |grad_output| (or ignores its sign)
     # is caught whatever the sign of v (with v alone, on half of the seeds for a scalar output)
-    second = (tuple(None if g is None else -g for g in grad(o_list, wrt, [-c for c in c_list], allow_unused=True))
-              if again else first)
+    second = first
+    if again:
+        negated = [-c for c in c_list]
+        try:
+            second = grad(o_list, wrt, negated, allow_unused=True)
+        except EvaluationError:  # a backward that consumes state its forward left (a hook's stored activations,
+            # popped by the first backward, as Opacus keeps them) gets a forward of its own, as in a training step
+            xs2, outs2 = problem.forward_with_graph()
+            second = grad([o for o in outs2 if o.requires_grad], [xs2[i] for i in problem.diff], negated,
+                          allow_unused=True)
+        second = tuple(None if g is None else -g for g in second)
     ntol = resolve("nondeterminism", "float64", nondet_tol)
     found: dict[int, list[Comparison]] = {}
     for pos, j in enumerate(problem.diff):
