@@ -545,7 +545,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
             vs.append(torch.tensor(values, dtype=torch.float64).reshape(o.shape))
             continue
         s = s.mul_(2).sub_(1)
-        vs.append(s.sign().mul_(s.abs_().add_(0.5)))
+        vs.append(s.add_(s.sign(), alpha=0.5))  # s + 0.5 sign(s): sign(s) (|s| + 0.5), rounded the same (exactly)
     no_input = not any(problem.inputs[j].numel() for j in problem.diff)
     no_output = not any(o.numel() for o in problem.outputs)
     empty = no_input or no_output

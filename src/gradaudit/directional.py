@@ -316,7 +316,8 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
     scalars = E.LEAN and len(problem.outputs) <= 4 and all(
         o.dtype == torch.float64 and o.numel() == 1 for o in problem.outputs)
     # uniform: randn costs 3x more
-    draws = [2 * torch.rand(problem.inputs[j].shape, generator=gen, dtype=torch.float64) - 1 for j in problem.diff]
+    draws = [torch.rand(problem.inputs[j].shape, generator=gen, dtype=torch.float64).mul_(2).sub_(1)
+             for j in problem.diff]
     if len(problem.diff) > 1:
         # each input's direction scaled by its own random factor in [0.5, 1.5) when moved with the others: a
         # one-element input's u is ±max(1, |x|), and two of them at unit scale cancel errors of opposite sign
@@ -340,7 +341,7 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         # is not probed with the step of 400 for both
         f.held = held(x)
         given = grads[pos]
-        g = None if given is None else given.to(torch.float64)
+        g = None if given is None else given if given.dtype == torch.float64 else given.to(torch.float64)
         tiny = (scalars and x.numel() == 1 and x.dtype == torch.float64 and f.held is None
                 and (g is None or g.numel() == 1))
         memo: dict[tuple[float, ...], Any] | None = {} if len(problem.outputs) > 1 else None
@@ -350,12 +351,13 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
                               **rounding, precision="float64")
             gu = None
         elif f.held is None:
-            x_seen, sizes = x, x.abs().to(torch.float64).clamp_min(1.0)  # every element finite: _sizes(x)
+            sizes = x.abs()  # every element finite: _sizes(x)
+            x_seen, sizes = x, (sizes if sizes.dtype == torch.float64 else sizes.to(torch.float64)).clamp_min_(1.0)
         else:  # non-finite elements stay where they are, and their gradient is not judged
             g, x_seen = _without_held(g, x)
             u, sizes = u.masked_fill(~torch.isfinite(x), 0.0), _sizes(x)
         if not tiny:
-            u = u / max(float(torch.linalg.vector_norm(u)), 1e-300) * sizes
+            u = u.div_(max(float(torch.linalg.vector_norm(u)), 1e-300)).mul_(sizes)  # u / |u| * sizes: u is ours
             gu = None if g is None else g * u
             analytic = 0.0 if gu is None else float(gu.sum())
             out = judge_along(phi_for(j, u, memo=memo), analytic, _projected(tol, u, vs), scale=1.0,

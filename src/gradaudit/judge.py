@@ -80,6 +80,16 @@ class Judged:
                       cols(self.evidence), self.all_pass)
 
 
+_ZERO: list[torch.Tensor] = []  # PASS and OK as one 0-dim int8 tensor, shared by the judged scalars (never written)
+
+
+def _zero() -> torch.Tensor:
+    import torch
+
+    _ZERO.append(torch.zeros((), dtype=torch.int8))
+    return _ZERO[0]
+
+
 def judge(observed: torch.Tensor | float, reference: torch.Tensor | float, tol: ToleranceUsed, *,
           observed_bound: torch.Tensor | float = 0.0, reference_bound: torch.Tensor | float = 0.0,
           scale: torch.Tensor | float | None = None, numeric: Literal["observed", "reference", None] = "reference",
@@ -101,8 +111,8 @@ def judge(observed: torch.Tensor | float, reference: torch.Tensor | float, tol: 
         passed = _scalar_pass(float(observed), float(reference), tol, float(observed_bound), float(reference_bound),
                               0.0 if scale is None else float(scale), limit)
         if passed is not None:  # the same rule as below, in Python floats: one comparison costs few tensor ops
-            zero = torch.zeros((), dtype=torch.int8)
-            diff, ref, evidence = torch.tensor(passed, dtype=torch.float64).unbind()
+            zero = _ZERO[0] if _ZERO else _zero()
+            diff, ref, evidence = (torch.full((), value, dtype=torch.float64) for value in passed)
             return Judged(zero, zero, diff, tol.atol, tol.rtol, ref, evidence, True)
     if isinstance(observed, float):
         observed = torch.tensor(observed, dtype=torch.float64)
