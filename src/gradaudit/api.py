@@ -174,14 +174,14 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
                              "their real and imaginary parts (element [..., 0] real, [..., 1] imaginary): "
                              "Wirtinger calculus, as gradcheck")
     try:
-        _first_calls(problem)
+        _first_call(problem)
     except EvaluationError as exc:  # the function refuses float64: check in the inputs' own precision, and say so
         if all(p.dtype == x.dtype for p, x in zip(promoted, xs)) or isinstance(
                 exc.original, (InputMutated, NotDeterministic)):
             raise
         problem.inputs = [_evidence_copy(x, float64=False) for x in xs]
         problem.random = None
-        _first_calls(problem)
+        _first_call(problem)
         problem.notes.append(f"the function failed in float64 ({type(exc.original).__name__}: {exc.original}); "
                              "checked in the inputs' own dtype")
     if problem.random:
@@ -211,7 +211,7 @@ def _evidence_copy(x: Any, *, float64: bool = True) -> Any:
     return torch.view_as_real(t).clone() if t.is_complex() else t
 
 
-def _first_calls(problem: Problem) -> None:
+def _first_call(problem: Problem) -> None:
     """The first forward (its graph kept for the first backward): the outputs must be tensors, and the inputs
     unchanged (not in place). Whether a second evaluation at the point agrees is asked where a check does not
     pass (:func:`_second_look`)."""
@@ -513,10 +513,10 @@ def _checked(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Descri
         if failed is None and all(f.verdict == "pass" for f in findings):
             break
         try:  # not passed: was it one deterministic function, and does it run with gradients off?
-            again = _second_look(problem)
+            afresh = _second_look(problem)
         except EvaluationError as exc:
             return _errored(label, who, chosen, repro, problem.inputs, problem.names, exc, start)
-        if not again or attempt == 2:
+        if not afresh or attempt == 2:
             if failed is not None:
                 return _errored(label, who, chosen, repro, problem.inputs, problem.names, failed, start)
             break
