@@ -86,7 +86,8 @@ _ZERO: list[torch.Tensor] = []  # PASS and OK as one 0-dim int8 tensor, shared b
 def _zero() -> torch.Tensor:
     import torch
 
-    _ZERO.append(torch.zeros((), dtype=torch.int8))
+    with torch.inference_mode(False):  # a normal tensor even if first asked for inside inference mode
+        _ZERO.append(torch.zeros((), dtype=torch.int8))
     return _ZERO[0]
 
 
