@@ -174,14 +174,14 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
                              "their real and imaginary parts (element [..., 0] real, [..., 1] imaginary): "
                              "Wirtinger calculus, as gradcheck")
     try:
-        _first_call(problem)
+        _first_calls(problem)
     except EvaluationError as exc:  # the function refuses float64: check in the inputs' own precision, and say so
         if all(p.dtype == x.dtype for p, x in zip(promoted, xs)) or isinstance(
                 exc.original, (InputMutated, NotDeterministic)):
             raise
         problem.inputs = [_evidence_copy(x, float64=False) for x in xs]
         problem.random = None
-        _first_call(problem)
+        _first_calls(problem)
         problem.notes.append(f"the function failed in float64 ({type(exc.original).__name__}: {exc.original}); "
                              "checked in the inputs' own dtype")
     if problem.random:
@@ -211,10 +211,10 @@ def _evidence_copy(x: Any, *, float64: bool = True) -> Any:
     return torch.view_as_real(t).clone() if t.is_complex() else t
 
 
-def _first_call(problem: Problem) -> None:
-    """The first forward (its graph kept for the first backward): the outputs must be tensors, and the inputs
-    unchanged (not in place). Whether a second evaluation at the point agrees is asked where a check does not
-    pass (:func:`_second_look`)."""
+def _first_calls(problem: Problem) -> None:
+    """The first forward (its graph kept for the first backward), then a second at the same point (unless
+    every checked input is empty): the outputs must be tensors, the same both times (deterministic), and the
+    inputs unchanged (not in place)."""
     import torch
 
     pristine = [x.clone() if torch.is_tensor(x) else None for x in problem.inputs]
@@ -236,20 +236,8 @@ def _first_call(problem: Problem) -> None:
                 f"the function changes its input '{name}' in place (through .data, .copy_ or an in-place op under "
                 "no_grad), so every evaluation sees a different point and its gradient there is not defined. "
                 f"Work on a copy inside the function ({name} = {name}.clone()); the caller's tensor is untouched"))
-
-
-def _second_look(problem: Problem) -> bool:
-    """Where a check did not pass (or an evaluation raised): the function again at the point, gradients off.
-
-    It must give the first forward's outputs (deterministic), else NotDeterministic is raised: the evidence
-    was not one function's. Where it fails with gradients off but runs with them on, the function
-    differentiates inside: it is evaluated with gradients on from now (said in the notes) and True asks for
-    the check again. A check that passed needs neither: its numeric evidence agreed with autograd as it was."""
-    import torch
-
     if not any(problem.inputs[j].numel() for j in problem.diff):
-        return False  # nothing was perturbed, so no evaluation but the first: another decides nothing
-    rerun = False
+        return  # nothing to perturb, so no evaluation but this one: whether another would agree decides nothing
     with torch.no_grad():
         try:
             again = _outputs(problem.call(*problem.inputs))
@@ -265,7 +253,6 @@ def _second_look(problem: Problem) -> bool:
             problem.notes.append(f"the function fails with gradients off ({type(exc.original).__name__}: "
                                  f"{str(exc.original).splitlines()[0][:120] if str(exc.original) else ''}): every "
                                  "evaluation ran with gradients on and fresh leaves, as gradcheck's do")
-            rerun = True
     for k, (a, b) in enumerate(zip(problem.outputs, again)):
         if _same(a, b):
             continue
@@ -281,7 +268,6 @@ def _second_look(problem: Problem) -> bool:
                 f"flat element {at}), although every evaluation started from the same torch random state. "
                 "A gradient check needs a function of its inputs alone: remove other sources of randomness "
                 "(Python's random, numpy, time) or fix them inside the function"))
-    return rerun
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -500,27 +486,14 @@ def _checked(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Descri
     n = sum(problem.inputs[j].numel() for j in problem.diff)
     m = sum(o.numel() for o in problem.outputs)
     chosen = mode if mode != "auto" else ("full" if n * m <= FULL_LIMIT else "directional")
-    for attempt in (1, 2):
-        info: Info = {"dtype": dtype}
-        if problem.notes:
-            info["notes"] = problem.notes
-        failed: EvaluationError | None = None
-        try:
-            records, findings = _gather(problem, chosen, tol, info, seed, forward_ad=forward_ad, order=order,
-                                        expected=expected, nondet_tol=nondet_tol, who=who, label=label, repro=repro)
-        except EvaluationError as exc:
-            failed = exc
-        if failed is None and all(f.verdict == "pass" for f in findings):
-            break
-        try:  # not passed: was it one deterministic function, and does it run with gradients off?
-            afresh = _second_look(problem)
-        except EvaluationError as exc:
-            return _errored(label, who, chosen, repro, problem.inputs, problem.names, exc, start)
-        if not afresh or attempt == 2:
-            if failed is not None:
-                return _errored(label, who, chosen, repro, problem.inputs, problem.names, failed, start)
-            break
-        problem.point, problem.vmap, problem.used, problem._noise = None, {}, {}, None  # afresh, gradients on
+    info: Info = {"dtype": dtype}
+    if problem.notes:
+        info["notes"] = problem.notes
+    try:
+        records, findings = _gather(problem, chosen, tol, info, seed, forward_ad=forward_ad, order=order,
+                                    expected=expected, nondet_tol=nondet_tol, who=who, label=label, repro=repro)
+    except EvaluationError as exc:
+        return _errored(label, who, chosen, repro, problem.inputs, problem.names, exc, start)
     return CheckResult(label, chosen, tuple(records), info, repro, tuple(findings),
                        round(time.perf_counter() - start, 4))
 
