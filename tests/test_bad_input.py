@@ -603,6 +603,24 @@ def test_a_function_still_random_after_the_rng_is_fixed_is_not_deterministic():
     assert "differ by" in res.records[0].error.message
 
 
+@pytest.mark.parametrize("mode", ["full", "directional"])
+@pytest.mark.parametrize("jitter", [1e-10, 1e-8, 1e-6])
+@pytest.mark.parametrize("n", [1, 8])
+def test_outputs_that_jitter_are_not_deterministic_in_every_mode(mode, jitter, n):
+    """sin(x) (1 ± jitter), the sign alternating call by call: two evaluations at the point differ by
+    2 jitter |sin x|, far above 64 ulps of it, so every mode says error, whatever the jitter does to the
+    error bounds of the evidence (asked only where a check did not pass, some of these passed)."""
+    calls = []
+
+    def jittery(x):
+        calls.append(1)
+        return torch.sin(x) * (1 + jitter * (-1) ** len(calls))
+
+    x = torch.linspace(0.2, 1.5, n, dtype=torch.float64, requires_grad=True)
+    res = ga.check(jittery, (x,), mode=mode)
+    assert res.verdict == "error" and "not deterministic" in res.records[0].error.message, res
+
+
 # -- terminal safety: control characters from user text never reach a terminal raw ----------------------------
 
 ESC_NAME = "evil\x1b[2J\x1b]0;pwned\x07\rname\n99 passed, 0 failed"
