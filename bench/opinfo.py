@@ -18,8 +18,10 @@ memory) gives "crash". Before the tools run, one forward (for the output size M)
 the op's kernels, so no tool pays the op's first-call cost. The wall time of each tool call is measured
 inside the worker, around the call only. Each tool runs up to ``--repeat`` times per case (default 5), the
 tools interleaved round by round so that all four are sampled across the same stretch of a shared machine's
-time; a case's time is the median of its calls (all of them are kept), and a call longer than
-``--repeat-under`` seconds is not repeated. The verdict is the first call's (a later call that disagrees is
+time; a case's time is the median of its calls (all of them are kept), and a tool whose calls take longer than
+``--repeat-under`` seconds is not repeated: after one call over ``SECOND_CALL`` seconds, after two otherwise (a
+first call that stalled, as one right after another tool ran out of memory on the same case, gets a second
+chance; when that one is quick, the repeats go on). The verdict is the first call's (a later call that disagrees is
 recorded: it would be a tool whose verdict is not a function of its inputs). Workers are spawned processes
 with one thread each (``torch.set_num_threads(1)``) and an address-space cap (``--mem-limit-gb``, default half
 the RAM shared out), so a huge dense Jacobian fails as a MemoryError-style "error" instead of taking the machine down.
@@ -594,18 +596,27 @@ def sweep_op(worker: Worker, op_index: int, op: Any, args: argparse.Namespace, d
         progress(record)
 
 
+SECOND_CALL = 2.0  # a tool whose first call took longer (but over --repeat-under) is not called a second time
+
+
+def _done(times: list[float], repeat_under: float) -> bool:
+    """No more calls of a tool: every call so far took over *repeat_under* seconds, and it has had two, or
+    one over SECOND_CALL seconds."""
+    return min(times) > repeat_under and (len(times) > 1 or times[0] > SECOND_CALL)
+
+
 def run_tools(worker: Worker, op_index: int, index: int, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """The four tools on one case, in rounds: every tool once per round (so each is sampled across the same
-    stretch of time), up to --repeat rounds; a tool whose call took more than --repeat-under seconds, or did
-    not compare gradients, is not called again. The verdict and messages are the first call's; "seconds" is
-    the median of the calls' times, all of which are kept ("times"). A later call with another verdict is
-    recorded ("verdicts"): a tool whose verdict moved between identical calls."""
+    stretch of time), up to --repeat rounds; a tool that did not compare gradients is not called again, nor
+    one whose calls take more than --repeat-under seconds (:func:`_done`). The verdict and messages are the
+    first call's; "seconds" is the median of the calls' times, all of which are kept ("times"). A later call
+    with another verdict is recorded ("verdicts"): a tool whose verdict moved between identical calls."""
     results: dict[str, dict[str, Any]] = {}
     for _ in range(max(1, args.repeat)):
         for tool in TOOLS:
             first = results.get(tool)
             if first is not None and (first["verdict"] not in CHECKED or not first["times"]
-                                      or first["times"][0] > args.repeat_under):
+                                      or _done(first["times"], args.repeat_under)):
                 continue
             result = worker.call(("tool", op_index, index, tool), args.case_timeout)
             if first is None:
@@ -864,7 +875,8 @@ def _time_section(rows: list[dict[str, Any]]) -> list[str]:
     lines += ["", "Ratios over the cases where both tools of the pair compared gradients (verdict pass, fail or "
               "inconclusive; errors, timeouts and crashes left out); ratio > 1 means gradaudit was faster. "
               "Each time is the median of the tool's calls on the case (up to --repeat of them, interleaved with "
-              "the other tools' calls; a call over --repeat-under seconds is made once) on a possibly shared "
+              "the other tools' calls; a tool whose calls take over --repeat-under seconds is called once or twice) "
+              "on a possibly shared "
               "machine: per-case ratios of millisecond calls are still noisy, and a lone outlier below is worth "
               "re-running with --ops before reading anything into it.", ""]
     for gc, ga in PAIRS:
@@ -1009,7 +1021,8 @@ def main(argv: Iterable[str] | None = None) -> None:
                         help="calls per tool and case, interleaved across the tools; the time is their median "
                              "(default 5; 1 for single calls)")
     parser.add_argument("--repeat-under", type=float, default=0.25, metavar="S",
-                        help="repeat only calls that took at most S seconds (default 0.25)")
+                        help="repeat a tool only while some call took at most S seconds; one over S gets a second call "
+                             "when it took at most 2 s, so a stalled first call does not stand alone (default 0.25)")
     parser.add_argument("--case-timeout", type=float, default=120.0, metavar="S",
                         help="cap in seconds on each tool call of a case (default 120)")
     parser.add_argument("--mem-limit-gb", type=float, default=None, metavar="G",

@@ -96,3 +96,14 @@ def test_opinfo_op(key, mode):
     assert res.verdict == EXPECTED.get(key, "pass"), f"{SUBSET[key]}\n{res}"
     if mode == "auto" and key in STRUCTURE:
         assert STRUCTURE[key] in res.info.get("structure", ""), res
+
+
+def test_a_stalled_first_call_gets_a_second_one_in_the_sweep():
+    """--repeat-under 0.25: a tool is called again while some call took at most 0.25 s; a first call over
+    it (a stall after another tool ran out of memory: 0.27 s where the tool takes 3 ms) gets one more, up to
+    SECOND_CALL = 2 s; two slow calls, or one over 2 s, end it."""
+    assert not bench._done([0.1], 0.25)
+    assert not bench._done([0.27], 0.25)  # the second chance
+    assert not bench._done([0.27, 0.003], 0.25)  # quick after all: the repeats go on
+    assert bench._done([0.3, 0.4], 0.25)
+    assert bench._done([3.0], 0.25)
