@@ -341,7 +341,8 @@ def test_a_backward_that_consumes_its_forwards_state_gets_a_forward_for_the_seco
 
         return PopOnce
 
-    assert ga.check(pop_once(2.0).apply, (leaf(5),), mode=mode).ok
+    res = ga.check(pop_once(2.0).apply, (leaf(5),), mode=mode)
+    assert res.ok and any("forward of its own" in n and "IndexError" in n for n in res.info["notes"]), res.info
     assert ga.check(pop_once(3.0).apply, (leaf(5),), mode=mode).verdict == "fail"
 
 
