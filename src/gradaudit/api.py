@@ -523,8 +523,6 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
     no_output = not any(o.numel() for o in problem.outputs)
     empty = no_input or no_output
     grads, extra = _metadata(problem, vs, nondet_tol, again=not empty)
-    if problem.notes:
-        info["notes"] = problem.notes
     if empty:  # no element to perturb, or no output element: the Jacobian has no entry to compare
         found = {j: Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
                              [tuple(o.shape) for o in problem.outputs]) for j in problem.diff}
@@ -642,22 +640,8 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
     # the second with the weights negated: a backward is linear in its grad_output, and IEEE rounding is
     # symmetric in sign, so it must give exactly -first; one that uses |grad_output| (or ignores its sign)
     # is caught whatever the sign of v (with v alone, on half of the seeds for a scalar output)
-    second = first
-    if again:
-        negated = [-c for c in c_list]
-        try:
-            second = grad(o_list, wrt, negated, allow_unused=True)
-        except EvaluationError as exc:  # a backward that consumes state its forward left (a hook's stored
-            # activations, popped by the first backward, as Opacus keeps them) gets a forward of its own, as in a
-            # training step; the notes say so
-            said = str(exc.original).splitlines()[0][:120] if str(exc.original) else ""
-            problem.notes.append(f"a second backward through the first forward's graph raised "
-                                 f"({type(exc.original).__name__}: {said}); it ran on a forward of its own (a "
-                                 "backward that consumes what its forward stored)")
-            xs2, outs2 = problem.forward_with_graph()
-            second = grad([o for o in outs2 if o.requires_grad], [xs2[i] for i in problem.diff], negated,
-                          allow_unused=True)
-        second = tuple(None if g is None else -g for g in second)
+    second = (tuple(None if g is None else -g for g in grad(o_list, wrt, [-c for c in c_list], allow_unused=True))
+              if again else first)
     ntol = resolve("nondeterminism", "float64", nondet_tol)
     found: dict[int, list[Comparison]] = {}
     for pos, j in enumerate(problem.diff):
