@@ -95,6 +95,26 @@ def test_planted_bug_fails_and_is_located_in_every_mode(bug, mode):
         assert all(m.element == element for m in res.mismatches if m.kind == "value"), res.report()
 
 
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_a_none_gradient_is_said_once_and_located_in_full_mode(mode):
+    """y = x * w with a backward returning None for w (dy/dw = x). At these points full mode also runs the
+    directional confirmation (entries below 1e-2 of the output's scale), whose projection repeated what
+    every entry said ("3 of 3 outside the allowance; outside the allowance; 'w' requires grad but autograd
+    gives None ...") and added a row without an element. Each mode now says it once; full mode's rows are
+    the three elements of w, each numeric dy_i/dw_i = x_i against autograd's 0."""
+    f = fn_class(lambda x, w: x * w, lambda g, x, w: (g * w, None))
+    x = torch.tensor([0.4033468476292993, 0.8380263329976598, -0.7192575784693592], dtype=torch.float64)
+    w = torch.tensor([-0.40334352493217457, -0.5966353626151273, 0.18203648506130554], dtype=torch.float64)
+    res = ga.check(f.apply, (x.requires_grad_(), w.requires_grad_()), mode=mode)
+    reason = res.records[1].reason
+    assert res.verdict == "fail" and reason.count("None") == 1 and "allowance; outside" not in reason, reason
+    if mode == "full":
+        rows = [m for m in res.mismatches if m.input == "input1"]
+        assert sorted(m.element for m in rows) == [(0,), (1,), (2,)], res.report()
+        for m in rows:
+            assert m.observed == 0.0 and m.reference == pytest.approx(float(x.detach()[m.element]), rel=1e-9)
+
+
 def test_at_least_15_planted_bugs():
     assert len(PLANTED) >= 15
 
@@ -342,6 +362,65 @@ def test_a_backward_that_cannot_run_twice_through_its_graph_is_an_error_in_every
 
     res = ga.check(PopOnce.apply, (leaf(n),), mode=mode)
     assert res.verdict == "error" and res.records[0].error.type == "IndexError", res
+
+
+def _recomputing(scale):
+    class Recompute(torch.autograd.Function):
+        """A checkpoint-style backward: it recomputes the forward with gradients on and differentiates it
+        with create_graph=True, so the gradient it returns requires grad."""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return torch.sin(x) * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            with torch.enable_grad():
+                xd = x.detach().requires_grad_()
+                (gx,) = torch.autograd.grad(torch.sin(xd) * xd, xd, g, create_graph=True)
+            return scale * gx
+    return Recompute
+
+
+@pytest.mark.parametrize("n", [1, 3, 100])
+@pytest.mark.parametrize("mode", ["full", "directional", "auto"])
+def test_a_backward_that_differentiates_inside_is_judged_without_a_warning(mode, n):
+    """A gradient that requires grad (the backward built a graph of its own) is read as plain numbers:
+    reading it as one warned ("Converting a tensor with requires_grad=True to a scalar"), which the tests'
+    warnings-as-errors turned into a crash. d/dx sin(x) x = cos(x) x + sin(x): the correct backward passes,
+    one scaled by 1 + 1e-6 fails, in every mode and size."""
+    x = torch.linspace(-1.3, 2.1, n, dtype=torch.float64).requires_grad_()
+    assert ga.check(_recomputing(1.0).apply, (x,), mode=mode).verdict == "pass"
+    assert ga.check(_recomputing(1.0 + 1e-6).apply, (x,), mode=mode).verdict == "fail"
+
+    class SavedOutput(torch.autograd.Function):  # returns its saved output (which requires grad), ignoring g
+        @staticmethod
+        def forward(ctx, x):
+            y = torch.exp(x)
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            return ctx.saved_tensors[0]
+
+    assert ga.check(SavedOutput.apply, (x,), mode=mode).verdict == "fail"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_a_low_precision_input_is_checked_in_float64_and_the_report_says_so(dtype):
+    """A float32 input is checked on float64 copies (the evidence's precision): a backward wrong only in
+    float32 (x g instead of 2 x g for y = x^2) is not exercised, and the report now says so, naming the input
+    and its dtype, where it said nothing (a newcomer read the pass as a pass of the float32 kernel)."""
+    f = fn_class(lambda x: x * x, lambda g, x: (x if x.dtype != torch.float64 else 2 * x) * g)
+    res = ga.check(f.apply, (torch.tensor([0.5, -1.25], dtype=dtype, requires_grad=True),))
+    notes = [n for n in res.records[0].evidence.notes if "checked in float64" in n]
+    name = str(dtype).removeprefix("torch.")
+    assert res.verdict == "pass"
+    assert (notes == []) if dtype == torch.float64 else (f"'input0' ({name})" in notes[0] and "ga.compare" in notes[0])
+    assert dtype == torch.float64 or notes[0] in res.report()
 
 
 def test_gradient_metadata_is_compared_with_the_inputs(monkeypatch):

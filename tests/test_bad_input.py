@@ -200,6 +200,8 @@ COMMANDS = {
                                       "same file"),
     "--junit and --markdown on one path": (("run", "quickstart", "--junit", "{tmp}/a", "--markdown", "{tmp}/./a"),
                                            "same file"),
+    "report onto its own results file": (("report", "{results}", "--html", "{results}"),
+                                         "RESULTS and --html name the same file"),
     "report of a file with no records": (("report", "{results}"), "holds no records"),
     "report on a missing file": (("report", "{tmp}/none.jsonl", "--html", "{tmp}/o.html"), "cannot read"),
     "steps without a number": (("steps", "x*x", "--at", "x=abc"), "NAME=VALUE"),
@@ -226,7 +228,8 @@ def test_bad_command_line_exits_2(cli, tmp_path, case):
 REPORT_LINES = {
     "a JSON list": ("[1, 2, 3]", "neither a run header nor a record"),
     "a JSON number": ("7", "neither a run header nor a record"),
-    "a truncated line": ('{"kind": "record", "check": ', "is not valid JSON"),
+    "a truncated line": ('{"kind": "record", "check": ', "is not valid JSON: Expecting value at column 29."),
+    "an unterminated string": ('{"kind": "record", "check": "ab', "Unterminated string starting at column 29."),
     "a NaN": ('{"kind": "record", "max": NaN}', "is not valid JSON"),
     "an unknown kind": ('{"kind": "banana"}', "neither a run header nor a record"),
     "a record of another schema": ('{"kind": "record", "verdict": 3, "discrepancy": "x"}', "schema version"),
@@ -243,6 +246,66 @@ def test_report_of_a_broken_results_file_exits_2(cli, tmp_path, case):
     _one_paragraph(res)
     assert words in res.err and "line 1" in res.err
     assert not (tmp_path / "o.html").exists()
+
+
+def _one_record_line() -> str:
+    """A real record as ga.write_results writes it: y = 2x at x = 1.5 checked by ga.check."""
+    import json
+
+    from gradaudit.record import dumps
+
+    res = ga.check(lambda x: 2 * x, (torch.tensor([1.5], dtype=torch.float64, requires_grad=True),))
+    line = dumps(res.records[0].to_dict())
+    assert json.loads(line)["verdict"] == "pass"
+    return line
+
+
+BROKEN_RECORDS = {  # a change to one field of a valid record, and the words that must name it
+    "an unknown verdict": (lambda r: r.update(verdict="banana"), "at 'verdict': \"banana\" is not one of pass"),
+    "another schema version": (lambda r: r.update(schema_version=99), "at 'schema_version': 99 where 2 is required"),
+    "no inputs": (lambda r: r.pop("inputs"), "the field 'inputs' is missing"),
+    "a string for the discrepancy": (lambda r: r.update(discrepancy="oops"), "at 'discrepancy'"),
+    "a string for a shape": (lambda r: r.update(shape="3"), "at 'shape'"),
+    "a number for an input's name": (lambda r: r["inputs"][0].update(name=7), "at 'inputs[0].name'"),
+    "a control character in the verdict": (lambda r: r.update(verdict="\x1b[2Jx"), "\\u001b[2Jx"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN_RECORDS))
+def test_report_of_a_record_that_breaks_the_schema_exits_2_and_names_the_field(cli, tmp_path, case):
+    """Records are checked against the shipped schema when read: a verdict "banana" was rendered in the table
+    (and the HTML, JUnit and Markdown files written, exit 0); a string discrepancy surfaced as a dataclass
+    constructor's message. The error names the field and value, control characters escaped."""
+    import json
+
+    change, words = BROKEN_RECORDS[case]
+    record = json.loads(_one_record_line())
+    change(record)
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"kind": "run"}\n' + json.dumps(record) + "\n")
+    res = cli("report", str(path), "--html", str(tmp_path / "o.html"))
+    _one_paragraph(res)
+    assert "line 2 is not a gradaudit record of schema version 2" in res.err and words in res.err, res.err
+    assert "\x1b" not in res.err and "__init__" not in res.err
+    assert not (tmp_path / "o.html").exists()
+
+
+def test_the_record_reader_agrees_with_jsonschema_on_the_shipped_schema():
+    """schema_error (no runtime dependency) and the jsonschema package judge the same records alike: a real
+    record and each broken one above."""
+    import json
+
+    import jsonschema
+
+    from gradaudit.record import schema, schema_error
+
+    validator = jsonschema.Draft202012Validator(schema())
+    record = json.loads(_one_record_line())
+    assert schema_error(record) is None and validator.is_valid(record)
+    for change, _ in BROKEN_RECORDS.values():
+        broken = json.loads(_one_record_line())
+        change(broken)
+        assert schema_error(broken) is not None and not validator.is_valid(broken)
 
 
 # -- results files: only regular files are replaced; faults keep the earlier file -------------------------------

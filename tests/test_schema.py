@@ -10,7 +10,7 @@ import torch
 
 import gradaudit as ga
 from gradaudit import suites
-from gradaudit.record import dumps, schema
+from gradaudit.record import dumps, schema, schema_error
 
 F64 = torch.float64
 
@@ -70,6 +70,7 @@ def test_every_record_of_every_path_validates_against_the_schema(paths):
             data = json.loads(dumps(r.to_dict()))  # through JSON text: NaN and Infinity must be strings
             errors = sorted(validator.iter_errors(data), key=str)
             assert not errors, f"{path}: {r.check} [{r.input}]: {errors[0].message} at {list(errors[0].path)}"
+            assert schema_error(data) is None, f"{path}: {r.check} [{r.input}]: {schema_error(data)}"  # the reader's
             assert ga.Record.from_dict(data).to_dict() == r.to_dict(), path
 
 

@@ -184,6 +184,15 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
         _first_calls(problem)
         problem.notes.append(f"the function failed in float64 ({type(exc.original).__name__}: {exc.original}); "
                              "checked in the inputs' own dtype")
+    else:
+        raised = [f"'{labels[i]}' ({str(xs[i].dtype).removeprefix('torch.')})" for i in diff
+                  if xs[i].dtype not in (torch.float64, torch.complex128)]
+        if raised:  # the evidence is float64's; the caller's own low-precision path never ran
+            problem.notes.append(
+                f"input(s) {', '.join(raised)} checked in float64 (complex128 for a complex input): the function ran "
+                "on float64 copies, so this checks its gradient formula, not a code path it takes only in the lower "
+                "precision; ga.compare checks a "
+                "kernel at its own precision against float64")
     if problem.random:
         problem.notes.append(f"the function draws random numbers: every evaluation started from the same random "
                              f"state (torch generators seeded with {seed}, the caller's state restored), so it is "
@@ -548,7 +557,8 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
         for j, f in found.items():
             if j not in confirmed:
                 continue
-            f.extra[:0] = [c for c in confirmed[j].extra if c.kind == "none-gradient"]
+            if not any(part.kind == "none-gradient" for part in f.parts):  # else its entries already say so
+                f.extra[:0] = [c for c in confirmed[j].extra if c.kind == "none-gradient"]
             if confirmed[j].verdict == "fail" and f.verdict == "pass":
                 f.extra += confirmed[j].extra  # the projection disagrees though no single entry does
     else:
@@ -669,8 +679,9 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
             at = unravel(int((g != 0).reshape(-1).nonzero()[0]), tuple(g.shape)) if g.dim() else None
             out.append(Comparison(Location(name, at), None, None, None, "fail", "grad-output-sign",
                                   f"the backward gives '{name}' the same gradient for grad_outputs v and -v: it "
-                                  "ignores the sign of its grad_output (|grad_output|, a square, a clamp?), but a "
-                                  "backward is linear in it"))
+                                  "ignores the sign of its grad_output, or grad_output altogether (|grad_output|, "
+                                  "a square, a clamp, a saved tensor returned as it is?), but a backward is linear "
+                                  "in it"))
             continue
         both = torch.isnan(g) & torch.isnan(g2)  # NaN twice at the same place is not nondeterminism
         judged = J.judge(g2.masked_fill(both, 0.0), g.masked_fill(both, 0.0), ntol, numeric=None)
@@ -901,6 +912,8 @@ def _summary(f: Findings) -> str:
     parts = []
     if f.failed:
         parts.append(f"{at_least}{f.failed} of {f.total} outside the allowance")
+        if any(part.kind == "none-gradient" for part in f.parts):
+            parts[-1] += f" (autograd gives None for '{f.name}', which requires grad)"
     if f.inconclusive:
         parts.append(f"{f.inconclusive} inconclusive")
     parts += [c.reason for c in f.extra if c.verdict != "pass" and c.reason][:3]

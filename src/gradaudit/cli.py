@@ -88,10 +88,11 @@ def _distinct_outputs(**paths: str | None) -> None:
             continue
         check_target(path)
         real = os.path.realpath(path)
+        name = "RESULTS" if option == "results" else f"--{option}"  # the positional argument has no option name
         if real in seen:
-            raise SpecError(f"--{seen[real]} and --{option} name the same file ({path}); one would overwrite "
+            raise SpecError(f"{seen[real]} and {name} name the same file ({path}); one would overwrite "
                             "the other. Give each report its own path.")
-        seen[real] = option
+        seen[real] = name
 
 
 def _write_reports(records: list[Any], header: dict[str, Any], html_path: str | None, junit_path: str | None,

@@ -521,6 +521,8 @@ def _projection(f: Findings, out: dict[str, Any], kind: str, note: str) -> Compa
     judged: J.Judged = out["judged"]
     c = J.comparison(judged, 0, judged.diff.new_tensor(out["observed"]), judged.diff.new_tensor(out["numeric"]),
                      Location(f.name), slopes=None, kind=kind)
+    if kind == "none-gradient":  # the note says it all: what autograd gave and what the evidence shows
+        return dataclasses.replace(c, reason=note)
     return dataclasses.replace(c, reason=f"{c.reason}; {note}" if c.reason else note)
 
 

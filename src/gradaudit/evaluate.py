@@ -223,6 +223,12 @@ def _engine() -> Callable[..., Any] | None:
 _ENGINE_KWARGS = {"allow_unused", "retain_graph", "create_graph"}
 
 
+def plain(grads: Any) -> tuple[Any, ...]:
+    """Gradients without a graph: a backward that differentiates inside (a recomputing checkpoint, with
+    create_graph=True) returns gradients that require grad, and reading one as a number warns."""
+    return tuple(g.detach() if g is not None and g.requires_grad else g for g in grads)
+
+
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, **kwargs: Any) -> tuple[Any, ...]:
     """``torch.autograd.grad`` whose exceptions (a backward that raises, or returns a gradient the
     engine rejects) become EvaluationError('the backward')."""
@@ -245,16 +251,19 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, **kwargs: Any) -> 
                 # first check). Not for tensor subclasses, which dispatch through __torch_function__.
                 create = bool(kwargs.get("create_graph", False))
                 retain = kwargs.get("retain_graph")
-                return tuple(engine(tuple(o for o, _ in pairs), tuple(g for _, g in pairs),
-                                     create if retain is None else bool(retain), create, tuple(wrt),
-                                     bool(kwargs.get("allow_unused", False)), accumulate_grad=False))
+                got = engine(tuple(o for o, _ in pairs), tuple(g for _, g in pairs),
+                             create if retain is None else bool(retain), create, tuple(wrt),
+                             bool(kwargs.get("allow_unused", False)), accumulate_grad=False)
+                return tuple(got) if create else plain(got)
             # otherwise vᵀJ as the gradient of the scalar sum(o * v): the backward receives exactly v as its
             # grad_output (sum's backward is ones, mul's multiplies by v)
             total = torch.zeros((), dtype=torch.float64)
             for o, g in zip(outs, gos):
                 total = total + (o * g.to(o.dtype)).sum()
-            return torch.autograd.grad(total, inputs, **kwargs)
-        return torch.autograd.grad(outputs, inputs, grad_outputs, **kwargs)
+            got = torch.autograd.grad(total, inputs, **kwargs)
+        else:
+            got = torch.autograd.grad(outputs, inputs, grad_outputs, **kwargs)
+        return tuple(got) if kwargs.get("create_graph") else plain(got)
     except EvaluationError:
         raise
     except Exception as exc:
@@ -649,6 +658,8 @@ def analytic_rows(problem: Problem, k: int, weights: torch.Tensor, info: Info) -
         else:
             got = grad(out, wrt, cot[b], retain_graph=True, allow_unused=True)
         for i, g in enumerate(got):
+            if g is not None and g.requires_grad:  # a backward that differentiates inside (see plain)
+                g = g.detach()
             per_input[i].append(None if g is None else g.reshape(-1) if g.dtype == torch.float64
                                 else g.reshape(-1).to(torch.float64))
     if k not in problem.used and rows:  # autograd gives None where its graph does not reach, whatever the row
@@ -671,7 +682,7 @@ def _vjp_vmap(problem: Problem, k: int, out: torch.Tensor, wrt: list[torch.Tenso
     vjp_fn = torch.func.vjp(f_k, *[problem.inputs[i] for i in problem.diff])[1]
     got = torch.func.vmap(vjp_fn, chunk_size=_chunk(problem))(cot)
     info["analytic"] = "torch.func.vjp under vmap"
-    return tuple(got)
+    return plain(got)
 
 
 def _batched_grad(problem: Problem, k: int, out: torch.Tensor, wrt: list[torch.Tensor], cot: torch.Tensor,
@@ -680,4 +691,4 @@ def _batched_grad(problem: Problem, k: int, out: torch.Tensor, wrt: list[torch.T
 
     got = torch.autograd.grad(out, wrt, cot, is_grads_batched=True, allow_unused=True, retain_graph=True)
     info["analytic"] = "autograd.grad, batched grad_outputs"
-    return tuple(torch.zeros_like(w) if g is None else g for g, w in zip(got, wrt))
+    return tuple(torch.zeros_like(w) if g is None else g for g, w in zip(plain(got), wrt))

@@ -26,7 +26,7 @@ from typing import Any
 
 from . import expr as _expr
 from .errors import GradauditError, SpecError
-from .record import SCHEMA_VERSION, Record, dumps
+from .record import SCHEMA_VERSION, Record, dumps, schema_error
 from .spec import Expectation, ExpectedError, InputSpec
 from .tolerances import Tolerance
 
@@ -73,7 +73,7 @@ def parse_text(text: str, suffix: str, *, where: str) -> Any:
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"is not valid TOML: {exc}. Fix the syntax at that place.", where=where) from None
     except json.JSONDecodeError as exc:
-        raise SpecError(f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}. "
+        raise SpecError(f"is not valid JSON: {exc.msg.removesuffix(' at')} at line {exc.lineno}, column {exc.colno}. "
                         "Fix the syntax at that place.", where=where) from None
     except (RecursionError, ValueError) as exc:
         raise SpecError(_parse_failure(exc), where=where) from None
@@ -355,7 +355,8 @@ def read_results(path: str | Path) -> tuple[dict[str, Any], list[Record]]:
             obj = json.loads(line, parse_constant=_refuse_constant)
             check_nesting(obj, where=f"line {n}")
         except json.JSONDecodeError as exc:
-            raise SpecError(f"line {n} is not valid JSON: {exc.msg}.", where=str(path)) from None
+            raise SpecError(f"line {n} is not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}.",
+                            where=str(path)) from None
         except (RecursionError, ValueError) as exc:
             raise SpecError(f"line {n} {_parse_failure(exc)}", where=str(path)) from None
         except SpecError as exc:
@@ -364,6 +365,11 @@ def read_results(path: str | Path) -> tuple[dict[str, Any], list[Record]]:
         if kind == "run":
             header = obj
         elif kind == "record":
+            broken = schema_error(obj)
+            if broken is not None:
+                raise SpecError(f"line {n} is not a gradaudit record of schema version {SCHEMA_VERSION} ({broken}). "
+                                "Re-create the file with this version of gradaudit (gradaudit run ... --json PATH).",
+                                where=str(path))
             try:
                 records.append(Record.from_dict(obj))
             except (KeyError, TypeError, ValueError, AttributeError) as exc:

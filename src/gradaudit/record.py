@@ -327,6 +327,84 @@ def schema() -> dict[str, Any]:
     return json.loads(resources.files("gradaudit").joinpath("schema/record.schema.json").read_text(encoding="utf-8"))
 
 
+_TYPES: dict[str, Any] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer()),
+}
+
+
+def schema_error(data: Any, node: dict[str, Any] | None = None, path: str = "",
+                 root: dict[str, Any] | None = None) -> str | None:
+    """Where *data* breaks the shipped record schema, in words ("at 'verdict': 'banana' is not one of ..."),
+    or None where it conforms. The subset of JSON Schema the shipped schema uses (type, const, enum,
+    required, properties, additionalProperties, items, prefixItems, min/maxItems, pattern, anyOf, oneOf,
+    local $ref): a results file is data, and a record is checked before anything reads it."""
+    import re
+
+    root = root if root is not None else _shipped_schema()
+    node = root if node is None else node
+    where = f"at '{path}'" if path else "the record"
+    if "$ref" in node:
+        target: Any = root
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        return schema_error(data, target, path, root)
+    for key in ("anyOf", "oneOf"):
+        if key in node:
+            matched = [schema_error(data, option, path, root) is None for option in node[key]]
+            if (key == "anyOf" and not any(matched)) or (key == "oneOf" and sum(matched) != 1):
+                return f"{where}: {_short(data)} is not a value this field holds"
+    if "const" in node and data != node["const"]:
+        return f"{where}: {_short(data)} where {node['const']!r} is required"
+    if "enum" in node and data not in node["enum"]:
+        return f"{where}: {_short(data)} is not one of {', '.join(map(str, node['enum']))}"
+    kind = node.get("type")
+    if kind is not None:
+        kinds = kind if isinstance(kind, list) else [kind]
+        if not any(_TYPES[k](data) for k in kinds):
+            return f"{where}: {_short(data)} where {' or '.join(kinds)} is required"
+    if "pattern" in node and isinstance(data, str) and not re.search(node["pattern"], data):
+        return f"{where}: {_short(data)} does not have the required form"
+    if isinstance(data, dict):
+        for name in node.get("required", ()):
+            if name not in data:
+                return f"{where}: the field '{name}' is missing"
+        props = node.get("properties", {})
+        for name, value in data.items():
+            if name in props:
+                found = schema_error(value, props[name], f"{path}.{name}" if path else name, root)
+                if found:
+                    return found
+            elif node.get("additionalProperties", True) is False:
+                return f"{where}: unknown field '{name}'"
+    if isinstance(data, list):
+        if len(data) < node.get("minItems", 0) or len(data) > node.get("maxItems", len(data)):
+            return f"{where}: {len(data)} items, which this field does not hold"
+        first = node.get("prefixItems", [])
+        for i, value in enumerate(data):
+            item = first[i] if i < len(first) else node.get("items")
+            if isinstance(item, dict):
+                found = schema_error(value, item, f"{path}[{i}]", root)
+                if found:
+                    return found
+    return None
+
+
+@functools.cache
+def _shipped_schema() -> dict[str, Any]:
+    return schema()
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=True)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 # -- counting ----------------------------------------------------------------------------------
 
 def summarize(records: Sequence[Record]) -> dict[str, int]:
