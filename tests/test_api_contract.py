@@ -272,6 +272,22 @@ def test_names_are_the_users_and_the_re_run_line_can_be_pasted():
     assert "test_api_contract.EveryElementWrong.apply, (torch.tensor([0.5, 1.5], dtype=torch.float64" in wrong.rerun
 
 
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_a_small_complex_input_is_written_out_in_the_re_run_line(dtype):
+    """A complex input is written as torch.complex(real, imag), exactly (its parts' own literals; the sign
+    of a zero imaginary part kept): the line used to say "inputs: the tensors checked" instead."""
+    z = torch.complex(torch.tensor([1.0, 0.1]), torch.tensor([-0.0, 0.2])).to(dtype).requires_grad_()
+    res = ga.check(torch.abs, (z,))
+    assert res.verdict == "pass" and "the tensors checked" not in res.rerun and "torch.complex(" in res.rerun
+    again = eval(res.rerun.split("  #")[0], {"ga": ga, "torch": torch})  # noqa: S307 - the line we printed
+    assert again.verdict == "pass"
+    literal = res.rerun.split("(torch.abs, (", 1)[1].rsplit(",))", 1)[0]
+    pasted = eval(literal, {"torch": torch})  # noqa: S307
+    assert pasted.dtype == dtype and pasted.requires_grad
+    assert torch.equal(torch.view_as_real(pasted.detach()), torch.view_as_real(z.detach()))
+    assert str(torch.view_as_real(pasted.detach())[0, 1].item()) == "-0.0"
+
+
 def test_assert_ok_shows_the_readable_report():
     res = ga.check(EveryElementWrong.apply, (leaf(3),))
     plain = compile("assert res.ok, res", "<user code>", "exec")  # Python's own assert, as in a script

@@ -153,8 +153,17 @@ def tensor_literal(t: torch.Tensor) -> str | None:
     """A pasteable expression for a small tensor (None when it is too large or not plain)."""
     import torch
 
-    if t.numel() > INLINE or t.is_complex() or t.layout != torch.strided:
+    if t.numel() > INLINE or t.layout != torch.strided:
         return None
+    if t.is_complex():  # its real and imaginary parts, exactly (a literal 1-0j would lose the sign of zero)
+        parts = torch.view_as_real(t.detach().cpu().resolve_conj())
+        real, imag = (tensor_literal(parts[..., i].contiguous()) for i in (0, 1))
+        if real is None or imag is None:
+            return None
+        text = f"torch.complex({real}, {imag})"
+        if t.device.type != "cpu":
+            text += f".to({str(t.device)!r})"
+        return text + (".requires_grad_()" if t.requires_grad else "")
     plain = t.detach().cpu()
     values = plain.tolist()
     if plain.is_floating_point() and not all(map(math.isfinite, plain.reshape(-1).tolist())):
