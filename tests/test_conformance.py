@@ -1091,3 +1091,13 @@ def test_a_float32_check_asks_no_confirmation_of_the_float64_promise():
     res = ga.check(f, (x,), mode="full")
     assert res.ok, res
     assert res.info["evaluations"] == 12 and "directional" not in res.info, res.info
+
+
+@pytest.mark.xfail(strict=True, reason="known, open: directional steps scale with max(1, |x|) and reach the pole of "
+                   "1/x from 3e-5 (Ridders shrinks but its bound stays coarse: inconclusive); full mode passes")
+def test_reciprocal_near_its_pole_has_one_verdict_in_every_mode():
+    """d/dx 1/x = -1/x^2 at x = 3e-5: torch's reciprocal backward is correct, so every mode should pass. Found by
+    a helper's one-judge hunt; kept as a strict expected failure until directional steps respect the pole."""
+    x = torch.tensor([3e-5], dtype=torch.float64, requires_grad=True)
+    verdicts = {mode: ga.check(torch.reciprocal, (x,), mode=mode).verdict for mode in ("full", "directional")}
+    assert verdicts == {"full": "pass", "directional": "pass"}, verdicts
