@@ -191,8 +191,7 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
             problem.notes.append(
                 f"input(s) {', '.join(raised)} checked in float64 (complex128 for a complex input): the function ran "
                 "on float64 copies, so this checks its gradient formula, not a code path it takes only in the lower "
-                "precision; ga.compare checks a "
-                "kernel at its own precision against float64")
+                "precision; ga.compare checks a kernel at its own precision against float64")
     if problem.random:
         problem.notes.append(f"the function draws random numbers: every evaluation started from the same random "
                              f"state (torch generators seeded with {seed}, the caller's state restored), so it is "

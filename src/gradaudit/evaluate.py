@@ -651,15 +651,13 @@ def analytic_rows(problem: Problem, k: int, weights: torch.Tensor, info: Info) -
     for b in range(rows):
         if direct:  # grad()'s engine call without its per-call checks, made once here; a copy of each row
             try:
-                got = engine((out,), (cot[b].to(out.dtype, copy=True),), True, False, tuple(wrt),  # type: ignore[misc]
-                             True, accumulate_grad=False)
+                got = plain(engine((out,), (cot[b].to(out.dtype, copy=True),), True, False,  # type: ignore[misc]
+                                   tuple(wrt), True, accumulate_grad=False))
             except Exception as exc:
                 raise EvaluationError("the backward", exc) from exc
         else:
             got = grad(out, wrt, cot[b], retain_graph=True, allow_unused=True)
         for i, g in enumerate(got):
-            if g is not None and g.requires_grad:  # a backward that differentiates inside (see plain)
-                g = g.detach()
             per_input[i].append(None if g is None else g.reshape(-1) if g.dtype == torch.float64
                                 else g.reshape(-1).to(torch.float64))
     if k not in problem.used and rows:  # autograd gives None where its graph does not reach, whatever the row
