@@ -132,6 +132,9 @@ def test_directional_judge_accepts_quickly_and_only_ridders_can_fail():
     # allowed: rtol 1e-10 x |phi'| (1.7e-10) + 10 x the rounding bound 1.5 eps |phi| / 7e-4 (7e-13)
     assert abs(right["numeric"] - exact) <= right["allowed"] < 1.8e-10
     wrong = judge_along(phi, exact * (1 + 1e-8), tol, scale=1.0, perturbation=0.0, dot_rounding=0.0)
-    # off by 1.7e-8: beyond both stages' allowance; then the one-sided slopes (3 evaluations) find no kink
-    assert wrong["verdict"] == 1 and wrong["scheme"] == "ridders" and wrong["evaluations"] == 4 + 8 + 3
+    # off by 1.7e-8: beyond both stages' allowance; then the one-sided slopes, each extrapolated from t and t/2
+    # (5 evaluations: 0, ±t, ±t/2), find no kink
+    assert wrong["verdict"] == 1 and wrong["scheme"] == "ridders" and wrong["evaluations"] == 4 + 8 + 5
+    left, right_slope = wrong["slopes"]
+    assert abs(left - exact) < 1e-6 * exact and abs(right_slope - exact) < 1e-6 * exact  # O(t^2): both are phi'(0)
     assert abs(wrong["numeric"] - exact) < 1e-11

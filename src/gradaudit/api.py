@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 import traceback
 import weakref
@@ -516,17 +517,23 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
     from .full import full
 
     gen = _generator(seed, "weights")
-    # random, non-unit output weights of either sign, |v| in [0.5, 1.5): a backward must use grad_output
+    # random, non-unit output weights of either sign, |v| in [0.5, 1.5) / max(1, |f|) (a backward must use
+    # grad_output): each output's term of vᵀf is of order one, so a large output neither hides a small one's
+    # gradient inside a projection (y = x³ at [1e4, 1]: 1e12 against 1) nor sets the rounding of all of them.
+    # A non-finite output keeps |v| in [0.5, 1.5)
     vs = []
-    for o in problem.outputs:
+    for k, o in enumerate(problem.outputs):
         s = torch.rand(o.shape, generator=gen, dtype=torch.float64)
         if E.LEAN and s.numel() <= TINY:  # the same IEEE operations in Python floats: sign(s) (|s| + 0.5), s = 2 r - 1
-            values = [(1.0 if t > 0 else -1.0 if t < 0 else 0.0) * (abs(t) + 0.5)
-                      for t in (r * 2 - 1 for r in s.reshape(-1).tolist())]
+            sizes = [a if a != math.inf else 1.0 for a in problem.f_size(k).tolist()]  # NaN: max(1, NaN) is NaN
+            values = [(1.0 if t > 0 else -1.0 if t < 0 else 0.0) * (abs(t) + 0.5) / (a if a == a else 1.0)
+                      for t, a in zip((r * 2 - 1 for r in s.reshape(-1).tolist()), sizes)]
             vs.append(torch.tensor(values, dtype=torch.float64).reshape(o.shape))
             continue
         s = s.mul_(2).sub_(1)
-        vs.append(s.add_(s.sign(), alpha=0.5))  # s + 0.5 sign(s): sign(s) (|s| + 0.5), rounded the same (exactly)
+        s = s.add_(s.sign(), alpha=0.5)  # s + 0.5 sign(s): sign(s) (|s| + 0.5), rounded the same (exactly)
+        size = problem.f_size(k)
+        vs.append(s.div_(torch.where(torch.isfinite(size), size, 1.0).reshape(o.shape)))
     no_input = not any(problem.inputs[j].numel() for j in problem.diff)
     no_output = not any(o.numel() for o in problem.outputs)
     empty = no_input or no_output

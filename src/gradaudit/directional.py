@@ -36,10 +36,12 @@ if TYPE_CHECKING:
 
 RIDDERS_COLUMNS = 4  # from h0 = 1e-2 * scale: extrapolation error far below rounding (eps|f|/h ~ 2e-13)
 QUICK_STEP = 7e-4  # about eps^(1/5): Richardson's best step in float64 (BENCH_ANCHORS, section 4)
+SPLIT = 1e-6  # a projection resolves an element when its allowance is at most this fraction of the element's term
+SPLITS = 8  # elements a projection cannot resolve are judged again on their own, at most this many times
 LOCATE = 32  # bisection locates at most this many elements per input; the count then says "at least"
 EPS64 = 2.220446049250313e-16
-SHRINKS = 4  # Ridders restarted from h0/10, h0/100, ... while its evidence cannot decide
-UNDECIDED = (J.COARSE, J.EVIDENCE_NONFINITE)
+SHRINKS = 8  # Ridders restarted from h0/10, h0/100, ... while its evidence cannot decide (as full.SHRINKS)
+UNDECIDED = (J.COARSE, J.DISCONTINUITY, J.EVIDENCE_NONFINITE)  # as full.UNDECIDED
 
 # values of phi at the steps, and the largest 2-norm of the terms summed into them: their
 # rounding errors are independent, so eps * that norm is the typical rounding of phi
@@ -89,6 +91,19 @@ def settled(judged: J.Judged, trunc: float) -> bool:
     return int(judged.verdict) == J.PASS and trunc <= _allowed(judged)
 
 
+def _one_sided(phi_many: Batched, t: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The one-sided slopes of phi at 0, left and right, each extrapolated from steps t and t/2
+    (2 D(t/2) - D(t)): a smooth function's two agree to O(t^2), a kink's differ by the jump in slope. Plain
+    one-sided quotients differ by t |phi''| on a smooth function, which near a singularity (sqrt at 3e-6,
+    t = 1.5e-8) exceeds KINK_REL of the slope: a correct gradient was called a kink."""
+    import torch
+
+    (right, half_right, zero, half_left, left), _ = phi_many([t, t / 2, 0.0, -t / 2, -t])
+    slope_left = 2 * ((zero - half_left) / (t / 2)) - (zero - left) / t
+    slope_right = 2 * ((half_right - zero) / (t / 2)) - (right - zero) / t
+    return torch.tensor(slope_left, dtype=torch.float64), torch.tensor(slope_right, dtype=torch.float64)
+
+
 def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale: float, perturbation: float,
                 dot_rounding: float, precision: str = "float64") -> dict[str, Any]:
     """Judge *analytic* against d phi/dt at 0 in stages (see the module docstring).
@@ -97,7 +112,6 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     phi (eps |g x|_2); *dot_rounding* bounds the rounding of *analytic*. Returns the verdict code,
     the reason code, the numeric value, its error bound, the allowance and the scheme.
     """
-    import torch
 
     obs = float(analytic)
     quick, err, natural, trunc = quick_stage(phi_many, scale, perturbation)
@@ -105,32 +119,37 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                      reference_bound=err, scale=natural, precision=precision)
     result: dict[str, Any] = {"numeric": quick, "error_bound": err, "scheme": "richardson (h, 2h)", "evaluations": 4}
     if not settled(judged, trunc):
-        numeric, err, used = ridders_scalar(phi_many, 1e-2 * scale)
-        ref = numeric
-        judged = J.judge(obs, ref, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
+        h0 = 1e-2 * scale
+        numeric, err, used = ridders_scalar(phi_many, h0)
+        judged = J.judge(obs, numeric, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
                          precision=precision)
         result = {"numeric": numeric, "error_bound": err, "scheme": "ridders", "evaluations": 4 + used}
-        h0 = 1e-2 * scale
-        for _ in range(SHRINKS):  # near a singularity the large steps' truncation dominates: start smaller
-            if int(judged.reason) not in UNDECIDED and not _unresolved(judged, err, numeric, tol, precision):
+        pair = None
+        shrinks = 0
+        while True:
+            # near a singularity the large steps' truncation dominates (or they reach it): start smaller, as full
+            # mode does (full._shrink), the finest bound kept
+            while shrinks < SHRINKS and (int(judged.reason) in UNDECIDED
+                                         or _unresolved(judged, err, numeric, tol, precision)):
+                shrinks += 1
+                h0 /= 10
+                again, err2, used2 = ridders_scalar(phi_many, h0)
+                result["evaluations"] += used2
+                if not (math.isfinite(again) and math.isfinite(err2)) or (math.isfinite(err) and err2 >= err):
+                    continue
+                numeric, err = again, err2
+                judged = J.judge(obs, numeric, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
+                                 slopes=pair, precision=precision)
+                result.update(numeric=numeric, error_bound=err, scheme=f"ridders from h0 = {h0:.1e}")
+            if int(judged.verdict) == J.PASS or pair is not None:
                 break
-            h0 /= 10
-            again, err2, used2 = ridders_scalar(phi_many, h0)
-            result["evaluations"] += used2
-            if not (math.isfinite(again) and math.isfinite(err2)) or (math.isfinite(err) and err2 >= err):
-                continue
-            numeric, err, ref = again, err2, again
-            judged = J.judge(obs, ref, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
-                             precision=precision)
-            result.update(numeric=numeric, error_bound=err, scheme=f"ridders from h0 = {h0:.1e}")
-        if int(judged.verdict) != J.PASS:
-            t = EPS64 ** 0.5 * scale
-            (right_v, zero, left_v), _ = phi_many([t, 0.0, -t])
-            pair = (torch.tensor((zero - left_v) / t), torch.tensor((right_v - zero) / t))
-            judged = J.judge(obs, ref, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
+            # one-sided slopes at a small step tell a kink or a jump inside the steps from a wrong gradient; a
+            # jump (the local slopes match autograd, the large steps do not) sends Ridders to smaller steps
+            pair = _one_sided(phi_many, EPS64 ** 0.5 * scale)
+            judged = J.judge(obs, numeric, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
                              slopes=pair, precision=precision)
             result["slopes"] = (float(pair[0]), float(pair[1]))
-            result["evaluations"] += 3
+            result["evaluations"] += 5
     result.update(verdict=int(judged.verdict), reason=int(judged.reason), allowed=_allowed(judged),
                   judged=judged, observed=analytic)
     return result
@@ -357,17 +376,21 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
             g, x_seen = _without_held(g, x)
             u, sizes = u.masked_fill(~torch.isfinite(x), 0.0), _sizes(x)
         if not tiny:
-            u = u.div_(max(float(torch.linalg.vector_norm(u)), 1e-300)).mul_(sizes)  # u / |u| * sizes: u is ours
+            norm = max(float(torch.linalg.vector_norm(u)), 1e-300)
+            u = u.div_(norm).mul_(sizes)  # u / |u| * sizes: u is ours
             gu = None if g is None else g * u
             analytic = 0.0 if gu is None else float(gu.sum())
             out = judge_along(phi_for(j, u, memo=memo), analytic, _projected(tol, u, vs), scale=1.0,
                               **_rounding(g, u, x_seen, gu), precision=str(x.dtype).removeprefix("torch."))
         scale = 1.0
-        comparisons.append({"input": problem.names[j], "autograd": analytic,
-                            **{k: v for k, v in out.items() if k not in ("judged", "observed", "verdict", "reason")},
-                            "verdict": J.NAMES[out["verdict"]],
-                            "reason": J.reason_text(out["reason"], analytic, out["numeric"], out.get("slopes"))})
+        comparisons.append(_entry(problem.names[j], analytic, out))
         f.total = x.numel() - (0 if f.held is None else len(f.held))
+        index = None
+        if out["verdict"] == J.PASS and g is not None and not tiny:
+            # elements whose terms are too small against the allowance to be resolved by it: judged on their own
+            split = _split(problem, j, g, u, norm, sizes, x_seen, phi_for, tol, vs, out, comparisons)
+            if split is not None:
+                u, index, out = split
         if out["verdict"] == J.PASS:
             if memo is not None:  # each output alone: a backward may mishandle one output's gradient
                 _per_output(problem, pos, u, vs, phi_for, memo, output_alone, tol, f)
@@ -379,11 +402,68 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
                                        f"numeric directional derivative is {out['numeric']:.6g}"))
             continue
         if not localize or g is None:
-            f.extra.append(_projection(f, out, "projection", "vᵀJu along a random direction u"))
+            f.extra.append(_projection(f, out, "projection", "vᵀJu along a random direction u" + (
+                "" if index is None
+                else f", restricted to {len(index)} elements the whole projection could not resolve")))
             continue
-        _bisect(problem, j, g, u, phi_for, scale, tol, vs, f, out)
+        _bisect(problem, j, g, u, phi_for, scale, tol, vs, f, out, index)
     info["evaluations"] = info.get("evaluations", 0) + evals[0]
     return found
+
+
+def _entry(name: str, analytic: float, out: dict[str, Any]) -> dict[str, Any]:
+    """One directional comparison as info["directional"] lists it."""
+    return {"input": name, "autograd": analytic,
+            **{k: v for k, v in out.items() if k not in ("judged", "observed", "verdict", "reason")},
+            "verdict": J.NAMES[out["verdict"]],
+            "reason": J.reason_text(out["reason"], analytic, out["numeric"], out.get("slopes"))}
+
+
+def _unresolved_elements(g: torch.Tensor, sizes: torch.Tensor, norm: float, allowed: float,
+                         active: torch.Tensor) -> torch.Tensor:
+    """The elements (flat, among *active*) that a projection with allowance *allowed* cannot resolve to
+    SPLIT of their typical term max(|g_i| max(1, |x_i|), 1) / |r| (u_i = r_i max(1, |x_i|) / |r|, r uniform
+    in [-1, 1]; with output weights of order one, 1 / max(1, |x_i|) is the natural size of a gradient, so an
+    element whose gradient is near zero is measured against that)."""
+    typical = (g.reshape(-1).abs() * sizes.reshape(-1)).clamp_min_(1.0).div_(norm)
+    return active & (typical * SPLIT < allowed)
+
+
+def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: float, sizes: torch.Tensor,
+           seen: torch.Tensor, phi_for: Callable[..., Batched], tol: ToleranceUsed, vs: list[torch.Tensor],
+           whole: dict[str, Any], comparisons: list[dict[str, Any]]
+           ) -> tuple[torch.Tensor, torch.Tensor, dict[str, Any]] | None:
+    """A passing projection vᵀJu is a sum; its allowance (rtol of the sum plus the evidence's bound) can
+    exceed what an element with a small term contributes, which may then be wrong by far more than the
+    tolerance (y = x³ at [1e4, 1] with the second gradient 1e-3 off; sqrt at [3e-6, 1], whose first element
+    leaves Ridders a bound of 1e-3, with the second 1e-4 off). The elements it cannot resolve
+    (:func:`_unresolved_elements`) are judged again, alone, along u restricted to them, and so on, up to
+    SPLITS times, while they are a proper part of the elements judged. Returns the restricted u, its
+    elements (flat indices) and the judgement where one disagreed, else None."""
+    import torch
+
+    active = u.reshape(-1) != 0
+    allowed = float(whole["allowed"])
+    name = problem.names[j]
+    for _ in range(SPLITS):
+        flagged = _unresolved_elements(g, sizes, norm, allowed, active)
+        count = int(flagged.sum())
+        if not count or count == int(active.sum()):
+            return None
+        mask = flagged.reshape(u.shape)
+        part = torch.where(mask, u, 0.0)
+        g_part = torch.where(mask, g, 0.0)
+        gu = g_part * part
+        analytic = float(gu.sum())
+        out = judge_along(phi_for(j, part), analytic, _projected(tol, part, vs), scale=1.0,
+                          **_rounding(g_part, part, seen, gu),
+                          precision=str(problem.inputs[j].dtype).removeprefix("torch."))
+        comparisons.append(_entry(f"{name} ({count} of {int(active.sum())} elements, unresolved by the projection "
+                                  "before)", analytic, out))
+        if out["verdict"] != J.PASS:
+            return part, flagged.nonzero().flatten(), out
+        active, allowed = flagged, float(out["allowed"])
+    return None
 
 
 def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float], vs: list[torch.Tensor],
@@ -572,9 +652,10 @@ def _rounding(g: torch.Tensor | None, u: torch.Tensor, x: torch.Tensor,
 
 
 def _bisect(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, phi_for: Callable[[int, torch.Tensor], Batched],
-            scale: float, tol: ToleranceUsed, vs: list[torch.Tensor], f: Findings, whole: dict[str, Any]) -> None:
-    """Split the perturbed elements in halves, keep the halves that disagree, down to elements
-    (*whole* is the judgement of all of them together, which disagreed)."""
+            scale: float, tol: ToleranceUsed, vs: list[torch.Tensor], f: Findings, whole: dict[str, Any],
+            index: torch.Tensor | None = None) -> None:
+    """Split the perturbed elements (all, or the flat indices *index*) in halves, keep the halves that
+    disagree, down to elements (*whole* is the judgement of all of them together, which disagreed)."""
     import torch
 
     flat_u, flat_g = u.reshape(-1), g.reshape(-1)
@@ -582,6 +663,8 @@ def _bisect(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, phi_for:
     sizes = _sizes(flat_x)
     finite = torch.isfinite(flat_x)
     seen = flat_x.masked_fill(~finite, 0.0)  # held elements: neither moved nor judged
+    if index is not None:  # the elements of the index, in its order: bisected as if they were the whole input
+        flat_u, flat_g, sizes, finite, seen = (t[index] for t in (flat_u, flat_g, sizes, finite, seen))
     n = flat_u.numel()
     pending = [(0, n)] if n == 1 else [(0, n // 2), (n // 2, n)]
     located = 0
@@ -601,7 +684,8 @@ def _bisect(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, phi_for:
         else:
             part[lo:hi] = flat_u[lo:hi]
         analytic = float((flat_g[lo:hi] * part[lo:hi]).sum())  # the slice only: NaN * 0 elsewhere is NaN
-        out = judge_along(phi_for(j, part.reshape(u.shape)), analytic, _projected(tol, part, vs), scale=scale,
+        moved = part if index is None else torch.zeros(u.numel(), dtype=part.dtype).index_copy_(0, index, part)
+        out = judge_along(phi_for(j, moved.reshape(u.shape)), analytic, _projected(tol, part, vs), scale=scale,
                           **_rounding(flat_g[lo:hi], part[lo:hi], seen[lo:hi]),
                           precision=str(flat_x.dtype).removeprefix("torch."))
         if out["verdict"] == J.PASS:
@@ -625,7 +709,8 @@ def _bisect(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, phi_for:
         slopes = None if pair is None else (torch.tensor(pair[0] / size), torch.tensor(pair[1] / size))
         f.add(judged, torch.tensor(analytic / size, dtype=torch.float64),
               torch.tensor(out["numeric"] / size, dtype=torch.float64),
-              output=None, rows=torch.tensor(-1), cols=torch.tensor(lo), slopes=slopes,
+              output=None, rows=torch.tensor(-1), cols=torch.tensor(lo if index is None else int(index[lo])),
+              slopes=slopes,
               note="vᵀJ at this element (v: the random output weights)")
         f.total -= 1  # f.total is the element count, set by the caller; add() counted this element again
     if not f.failed and not f.inconclusive:

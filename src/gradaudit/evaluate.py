@@ -274,10 +274,13 @@ NOISE_SAMPLES = 4
 
 
 def measure_noise(problem: Problem) -> list[torch.Tensor]:
-    """How much one evaluation of each output element is off by rounding: the largest change of the
-    outputs when every checked input moves by a few ulps (2k eps max(1, |x|), k = 1..4, random signs),
-    and at least ROUNDING_ULPS eps |f|. A sum whose terms cancel rounds like its terms, not like its
-    value; moving the inputs by ulps exposes that (4 evaluations per problem, not per column)."""
+    """How much one evaluation of each output element is off by rounding: the largest second difference
+    |f(x + d) + f(x - d) - 2 f(x)| when every checked input moves by a few ulps of its order-one size
+    (d = 2k eps max(1, |x|), k = 1, 2, random signs), and at least ROUNDING_ULPS eps |f|. A sum whose terms
+    cancel rounds like its terms, not like its value; moving the inputs exposes that (4 evaluations per
+    problem, not per column). The second difference leaves out the function's own change over d, f' d,
+    which is no rounding: for x far below 1 (sqrt at 9e-6, d = 1.8e-15) it was 3e-13, and divided by
+    Ridders' small steps it hid a gradient off by 1e-8."""
     import torch
 
     gen = torch.Generator().manual_seed(99)
@@ -285,17 +288,21 @@ def measure_noise(problem: Problem) -> list[torch.Tensor]:
              for j in problem.diff}
     spread = [torch.zeros(o.numel(), dtype=torch.float64) for o in problem.outputs]
     with torch.no_grad():
-        for k in range(1, NOISE_SAMPLES + 1):
-            xs = list(problem.inputs)
-            for j in problem.diff:
-                x = problem.inputs[j]
-                eps = torch.finfo(x.dtype).eps
-                size = x.detach().abs().to(torch.float64).nan_to_num(nan=1.0, posinf=1.0).clamp_min(1.0)
-                xs[j] = x + (2 * k * eps * signs[j] * size).to(x.dtype)
-            outs = problem.call(*xs)
-            for i, (o, f0) in enumerate(zip(outs, problem.outputs)):
-                change = (o.detach().reshape(-1).to(torch.float64) - f0.reshape(-1).to(torch.float64)).abs()
-                spread[i] = torch.maximum(spread[i], change.nan_to_num(nan=0.0, posinf=0.0))
+        for k in range(1, NOISE_SAMPLES // 2 + 1):
+            pair = []
+            for sign in (1.0, -1.0):
+                xs = list(problem.inputs)
+                for j in problem.diff:
+                    x = problem.inputs[j]
+                    eps = torch.finfo(x.dtype).eps
+                    size = x.detach().abs().to(torch.float64).nan_to_num(nan=1.0, posinf=1.0).clamp_min(1.0)
+                    xs[j] = x + (sign * 2 * k * eps * signs[j] * size).to(x.dtype)
+                pair.append(problem.call(*xs))
+            for i, (up, down, f0) in enumerate(zip(pair[0], pair[1], problem.outputs)):
+                base = f0.reshape(-1).to(torch.float64)
+                second = ((up.detach().reshape(-1).to(torch.float64) - base)
+                          + (down.detach().reshape(-1).to(torch.float64) - base)).abs()
+                spread[i] = torch.maximum(spread[i], second.nan_to_num(nan=0.0, posinf=0.0))
     out = []
     for o, s in zip(problem.outputs, spread):
         eps = torch.finfo(o.dtype).eps if o.is_floating_point() else 0.0
@@ -552,24 +559,32 @@ def forward_columns(problem: Problem, j: int, cols: torch.Tensor, step: torch.Te
 
 
 def slopes(problem: Problem, j: int, cols: torch.Tensor, info: Info) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """One-sided slopes (left, right) of every output along columns *cols*, with steps
-    sqrt(eps) * max(1, |x|): per output, two (len(cols), M_k) tensors. They differ at a kink."""
+    """One-sided slopes (left, right) of every output along columns *cols*, each extrapolated from steps
+    t = sqrt(eps) * max(1, |x|) and t/2 (2 D(t/2) - D(t)): per output, two (len(cols), M_k) tensors. They
+    differ at a kink; on a smooth function they agree to O(t^2) (plain one-sided quotients differ by t |f''|,
+    which near a singularity, sqrt at 3e-6, exceeds KINK_REL of the slope)."""
     import torch
 
     x = problem.inputs[j].detach()
-    s = steps(x, torch.finfo(x.dtype).eps ** 0.5).reshape(-1)[cols]
+    base = torch.finfo(x.dtype).eps ** 0.5
+    s = steps(x, base).reshape(-1)[cols]
+    half = steps(x, base / 2).reshape(-1)[cols]  # each exact, (x + h) - x, and divided by as it is
     unit = unit_rows(x, cols).reshape(len(cols), *x.shape)
-    hs = s.reshape(-1, *([1] * x.dim()))
+    hs, hs2 = (t.reshape(-1, *([1] * x.dim())) for t in (s, half))
     with torch.no_grad():
-        outs = batched_outputs(problem, j, torch.cat([x + hs * unit, x - hs * unit]), info)
-    info["evaluations"] = info.get("evaluations", 0) + 2 * len(cols)
+        outs = batched_outputs(problem, j, torch.cat([x + hs * unit, x - hs * unit, x + hs2 * unit,
+                                                      x - hs2 * unit]), info)
+    info["evaluations"] = info.get("evaluations", 0) + 4 * len(cols)
     n = len(cols)
     inv = 1.0 / s.reshape(-1, 1).to(torch.float64)
+    inv2 = 1.0 / half.reshape(-1, 1).to(torch.float64)
     result = []
     for o, f0 in zip(outs, problem.outputs):
-        o = o.reshape(2 * n, -1).to(torch.float64)
+        o = o.reshape(4 * n, -1).to(torch.float64)
         f0 = f0.reshape(1, -1).to(torch.float64)
-        result.append(((f0 - o[n:]) * inv, (o[:n] - f0) * inv))
+        left = 2 * ((f0 - o[3 * n:]) * inv2) - (f0 - o[n:2 * n]) * inv
+        right = 2 * ((o[2 * n:3 * n] - f0) * inv2) - (o[:n] - f0) * inv
+        result.append((left, right))
     return result
 
 

@@ -957,8 +957,10 @@ def _scale_entries(problem: Problem, j: int, k: int, rows: torch.Tensor, cols: t
 
 # -- final stage ---------------------------------------------------------------------------------
 
-#: Ridders restarted from h0 / 10^k, k = 1..SHRINKS, where its first tableau could not decide
-SHRINKS = 4
+#: Ridders restarted from h0 / 10^k, k = 1..SHRINKS, where its first tableau could not decide: down to
+#: 1e-10 max(1, |x|), where rounding (eps |f| / h ~ 2e-6 |f|) outweighs any truncation; sqrt at 9e-6 needs
+#: h0 = 1e-7 to resolve RESOLVE of its slope
+SHRINKS = 8
 UNDECIDED = (J.COARSE, J.DISCONTINUITY, J.EVIDENCE_NONFINITE)
 
 
