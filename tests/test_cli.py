@@ -202,3 +202,16 @@ def test_no_standard_output_at_all(tmp_path):
                          stderr=subprocess.PIPE, text=True, cwd=tmp_path,
                          preexec_fn=lambda: __import__("os").close(1))
     assert res.returncode == 0 and "Traceback" not in res.stderr
+
+
+def test_result_files_go_into_folders_that_do_not_exist_yet(cli, tmp_path):
+    # the help text promises it for --json, --html, --junit and --markdown, in run and report alike
+    paths = {opt: tmp_path / "new" / opt.strip("-") / f"results.{ext}"
+             for opt, ext in (("--json", "jsonl"), ("--html", "html"), ("--junit", "xml"), ("--markdown", "md"))}
+    res = cli("run", "quickstart", "-q", *[a for opt, p in paths.items() for a in (opt, str(p))])
+    assert res.code == 0, res.err
+    assert all(p.is_file() and p.stat().st_size for p in paths.values())
+    again = tmp_path / "other" / "deeper" / "report.html"
+    res = cli("report", str(paths["--json"]), "--html", str(again))
+    assert res.code == 0, res.err
+    assert again.read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")

@@ -67,10 +67,11 @@ def cli() -> None:
 def _report_options(f: Any) -> Any:
     for option in reversed((
         click.option("--html", "html_path", type=click.Path(dir_okay=False),
-                     help="Write a self-contained HTML report."),
-        click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML."),
+                     help="Write a self-contained HTML report (atomically; missing folders are created)."),
+        click.option("--junit", "junit_path", type=click.Path(dir_okay=False),
+                     help="Write JUnit XML (atomically; missing folders are created)."),
         click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False),
-                     help="Write a Markdown summary table."),
+                     help="Write a Markdown summary table (atomically; missing folders are created)."),
     )):
         f = option(f)
     return f
@@ -156,7 +157,8 @@ MIN_WIDTH = 40  # narrower, and the table has no room for its columns
 
 @cli.command()
 @click.argument("targets", nargs=-1)
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write records as JSON Lines (atomically).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False),
+              help="Write records as JSON Lines (atomically; missing folders are created).")
 @_report_options
 @click.option("--check", "pattern", help="Run only checks whose name contains this text.")
 @click.option("--list", "list_only", is_flag=True, help="List the checks without running them.")

@@ -10,8 +10,11 @@ The evidence comes in stages, and only evidence with a full error bound can fail
    (:func:`gradaudit.numeric.truncation`), is within that allowance too; with several inputs, all of
    them are first moved at once (:func:`_together`);
 2. otherwise Ridders' tableau (8 more evaluations, with its own error estimate);
-3. where Ridders disagrees, one-sided slopes along u at a small step tell a kink or a
-   discontinuity inside the steps (inconclusive) from a wrong gradient (fail).
+3. where Ridders disagrees, one-sided slopes along u at a small step (each extrapolated from t and
+   t/2) tell a kink or a discontinuity inside the steps (inconclusive) from a wrong gradient (fail);
+   after a jump, Ridders starts again from smaller steps;
+4. where a projection passes, the elements whose terms its allowance cannot resolve (:func:`_split`)
+   are projected again on their own.
 
 The same judge (:func:`gradaudit.judge.judge`) decides every stage, in every mode.
 """
