@@ -1125,7 +1125,7 @@ def test_correct_gradients_near_a_singularity_pass_in_every_mode(fn, xs):
     assert set(verdicts.values()) == {"pass"}, verdicts
 
 
-def _planted(forward, derivative, off=0.0, last_only=False, rounded=False):
+def _hand_written(forward, derivative, off=0.0, last_only=False, rounded=False):
     """An autograd.Function y = forward(x) whose backward is derivative(x), times (1 + off) at every element (or
     only the last), or rounded through float32."""
     class Planted(torch.autograd.Function):
@@ -1154,9 +1154,9 @@ def _planted(forward, derivative, off=0.0, last_only=False, rounded=False):
 def test_a_1e8_error_near_a_singularity_fails_in_every_mode(case):
     # the default tolerance's promise (RESOLVE): a float64 backward off by a relative 1e-8, or rounded through
     # float32 (a relative error up to 6e-8), fails in every mode, here 9e-6 and 1.5e-4 from the edge of the domain
-    fn, xs = {"sqrt 1e-8": (_planted(torch.sqrt, lambda x: 0.5 / x.sqrt(), 1e-8), [9e-6]),
-              "log 1e-8": (_planted(torch.log, lambda x: 1 / x, 1e-8), [1.4669206514439153e-4]),
-              "sqrt float32": (_planted(torch.sqrt, lambda x: 0.5 / x.sqrt(), rounded=True), [9e-6])}[case]
+    fn, xs = {"sqrt 1e-8": (_hand_written(torch.sqrt, lambda x: 0.5 / x.sqrt(), 1e-8), [9e-6]),
+              "log 1e-8": (_hand_written(torch.log, lambda x: 1 / x, 1e-8), [1.4669206514439153e-4]),
+              "sqrt float32": (_hand_written(torch.sqrt, lambda x: 0.5 / x.sqrt(), rounded=True), [9e-6])}[case]
     x = torch.tensor(xs, dtype=F64, requires_grad=True)
     exact = {"sqrt 1e-8": 0.5 / 9e-6 ** 0.5, "log 1e-8": 1 / 1.4669206514439153e-4}.get(case)
     if exact is None:  # the float32 rounding of 1/(2 sqrt 9e-6) = 166.666...: a relative error above 1e-8
@@ -1172,7 +1172,7 @@ def _located(res):
     return {c.element for rec in res.records if rec.discrepancy for c in rec.discrepancy.worst if c.verdict == "fail"}
 
 
-_CUBE_OFF_AT_LAST = _planted(lambda x: x ** 3, lambda x: 3 * x ** 2, 1e-3, last_only=True)  # dy/dx = 3 x^2
+_CUBE_OFF_AT_LAST = _hand_written(lambda x: x ** 3, lambda x: 3 * x ** 2, 1e-3, last_only=True)  # dy/dx = 3 x^2
 
 
 @pytest.mark.parametrize("xs", [[1e4, 1.0], [1e4, 0.5, 1.0, 2.0, 1.0]])
@@ -1192,13 +1192,13 @@ def test_a_small_element_beside_a_hard_one_is_judged_on_its_own():
     """sqrt at [3e-6, 1]: the first element (3e-6 from the edge of the domain) leaves Ridders a bound of about
     1e-3 of the projection, within which the second element's gradient 1/2 off by 1e-4 (5e-5) hid. The
     elements the projection cannot resolve are judged again on their own, so it fails and is located."""
-    fn = _planted(torch.sqrt, lambda x: 0.5 / x.sqrt(), 1e-4, last_only=True)
+    fn = _hand_written(torch.sqrt, lambda x: 0.5 / x.sqrt(), 1e-4, last_only=True)
     x = torch.tensor([3e-6, 1.0], dtype=F64, requires_grad=True)
     for seed in range(4):
         res = ga.check(fn, (x,), mode="directional", seed=seed)
         assert res.verdict == "fail", (seed, res)
         assert _located(res) == {(1,)}, (seed, res)
         assert ga.check(fn, (x,), mode="full", seed=seed).verdict == "fail"
-    right = _planted(torch.sqrt, lambda x: 0.5 / x.sqrt())
+    right = _hand_written(torch.sqrt, lambda x: 0.5 / x.sqrt())
     verdicts = {ga.check(right, (x,), mode=m, seed=s).verdict for m in ("full", "directional") for s in range(4)}
     assert verdicts == {"pass"}

@@ -507,6 +507,10 @@ def _checked(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Descri
                        round(time.perf_counter() - start, 4))
 
 
+#: the output weights are divided by max(1, |f|) up to this size: beyond, vᵀJ could fall below float64's normal range
+WEIGHT_SIZE = 1e100
+
+
 def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: int, *, forward_ad: bool,
             order: int, expected: Sequence[Any] | None, nondet_tol: Tolerance | None, who: Described, label: str,
             repro: str) -> tuple[list[Record], list[Findings]]:
@@ -520,20 +524,20 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
     # random, non-unit output weights of either sign, |v| in [0.5, 1.5) / max(1, |f|) (a backward must use
     # grad_output): each output's term of vᵀf is of order one, so a large output neither hides a small one's
     # gradient inside a projection (y = x³ at [1e4, 1]: 1e12 against 1) nor sets the rounding of all of them.
-    # A non-finite output keeps |v| in [0.5, 1.5)
+    # A non-finite output keeps |v| in [0.5, 1.5); one above WEIGHT_SIZE is divided by that (vᵀJ stays normal)
     vs = []
     for k, o in enumerate(problem.outputs):
         s = torch.rand(o.shape, generator=gen, dtype=torch.float64)
         if E.LEAN and s.numel() <= TINY:  # the same IEEE operations in Python floats: sign(s) (|s| + 0.5), s = 2 r - 1
-            sizes = [a if a != math.inf else 1.0 for a in problem.f_size(k).tolist()]  # NaN: max(1, NaN) is NaN
-            values = [(1.0 if t > 0 else -1.0 if t < 0 else 0.0) * (abs(t) + 0.5) / (a if a == a else 1.0)
+            sizes = [min(a, WEIGHT_SIZE) if a != math.inf else 1.0 for a in problem.f_size(k).tolist()]
+            values = [(1.0 if t > 0 else -1.0 if t < 0 else 0.0) * (abs(t) + 0.5) / (a if a == a else 1.0)  # NaN: 1
                       for t, a in zip((r * 2 - 1 for r in s.reshape(-1).tolist()), sizes)]
             vs.append(torch.tensor(values, dtype=torch.float64).reshape(o.shape))
             continue
         s = s.mul_(2).sub_(1)
         s = s.add_(s.sign(), alpha=0.5)  # s + 0.5 sign(s): sign(s) (|s| + 0.5), rounded the same (exactly)
         size = problem.f_size(k)
-        vs.append(s.div_(torch.where(torch.isfinite(size), size, 1.0).reshape(o.shape)))
+        vs.append(s.div_(torch.where(torch.isfinite(size), size.clamp_max(WEIGHT_SIZE), 1.0).reshape(o.shape)))
     no_input = not any(problem.inputs[j].numel() for j in problem.diff)
     no_output = not any(o.numel() for o in problem.outputs)
     empty = no_input or no_output

@@ -489,6 +489,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
     import torch
 
     parts = []
+    norms: list[float] = []  # u_j = r_j max(1, |x_j|) / norms[j], as _unresolved_elements takes it
     # the joint direction's length, over the factors: one input's own direction has length one (relative to its
     # elements' sizes), and so has the joint one. Longer, its steps would carry a truncation error (length)^4 times
     # an input's own (x / y with 5 and 1 elements: 7 times, outside the evidence bound)
@@ -500,7 +501,9 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
             return None  # None gradients, empty or non-finite inputs: their own checks say what they find
         u = draws[pos]
         size = x.abs().to(torch.float64).clamp_min(1.0)
-        u = u * (factors[pos] / length / max(float(torch.linalg.vector_norm(u)), 1e-300)) * size
+        drawn = max(float(torch.linalg.vector_norm(u)), 1e-300)
+        u = u * (factors[pos] / length / drawn) * size
+        norms.append(drawn * length / factors[pos])
         parts.append((j, x, u))
     # each direction's sign chosen so that autograd's vᵀJ_j u_j is not negative: a backward whose inputs'
     # terms are all off by the same relative amount (f(x - y) with both partials scaled) then adds its errors
@@ -565,6 +568,11 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
                 return None
             allowed = min(allowed, _allowed(judged))
         if k is None:
+            # an element whose term this allowance cannot resolve is judged by its input's own check (_split)
+            for (_, x, u), g, norm in zip(parts, gs, norms):
+                if g is not None and bool(_unresolved_elements(g.detach().to(torch.float64), _sizes(x), norm, allowed,
+                                                               u.reshape(-1) != 0).any()):
+                    return None
             found.append({"input": f"{names} (together)", "autograd": total, "numeric": numeric, "error_bound": err,
                           "scheme": "richardson (h, 2h), every input along its own u at once", "evaluations": 4,
                           "allowed": allowed, "verdict": "pass", "reason": J.reason_text(J.OK, total, numeric, None)})
