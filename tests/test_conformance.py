@@ -1202,3 +1202,78 @@ def test_a_small_element_beside_a_hard_one_is_judged_on_its_own():
     right = _hand_written(torch.sqrt, lambda x: 0.5 / x.sqrt())
     verdicts = {ga.check(right, (x,), mode=m, seed=s).verdict for m in ("full", "directional") for s in range(4)}
     assert verdicts == {"pass"}
+
+
+class _WeakBeside(torch.autograd.Function):
+    """y = a x0^2 + x1^2 (a scalar): dy/dx0 = 2 a x0, dy/dx1 = 2 x1, the latter times (1 + off)."""
+
+    a, off = 1e6, 1e-2
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _WeakBeside.a * x[0] ** 2 + x[1] ** 2
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * torch.stack([2 * _WeakBeside.a * x[0], 2 * x[1] * (1 + _WeakBeside.off)])
+
+
+@pytest.mark.parametrize("xs", [[1.0, 1.0], [2.0, 0.5], [0.3, 0.7]])
+def test_a_1_percent_error_in_an_entry_a_million_times_smaller_fails_in_every_mode(xs):
+    """y = 1e6 x0^2 + x1^2 with dy/dx1 = 2 x1 off by 1%. Full mode's central differences resolve about 3e-9 of
+    max(1, |y|) (up to 4e6 here), which is coarser than 1% of dy/dx1 (at most 2); entries below 1% of the
+    output's largest were exempt from the confirmation that is asked where central differences cannot resolve
+    1e-8 of an entry, so full mode passed what directional mode failed at [1, 1] and [2, 0.5]. At [0.3, 0.7]
+    (y = 9e4) the one-sided slopes at t = sqrt(eps) were blurred by the output's rounding (8 ulps of 9e4 / t, about
+    0.1 against a slope of 1.4) and differed by more than KINK_REL: the smooth x1^2 was called a kink and the
+    verdict was inconclusive. Now the slopes step far enough to resolve their slope and carry their rounding bound
+    into the kink margin, and the error fails and is located at x1 in every mode and seed."""
+    x = torch.tensor(xs, dtype=F64, requires_grad=True)
+    for mode in MODES:
+        for seed in range(3):
+            res = ga.check(_WeakBeside.apply, (x,), mode=mode, seed=seed)
+            assert res.verdict == "fail", (mode, seed, res)
+            assert _located(res) == {(1,)}, (mode, seed, res)
+
+
+@pytest.mark.parametrize("jump", [1.0, 1e-2])
+def test_a_kink_beside_a_large_output_is_still_a_kink(jump):
+    """y = 9e4 + jump relu(x1) + x0^2 at x1 = 0: one-sided slopes 0 and jump (autograd takes relu'(0) = 0, central
+    differences give jump / 2). The output's rounding (8 ulps of 9e4) would blur slopes at t = sqrt(eps) by 0.1, more
+    than a jump of 1e-2; the slopes step further until their bound is 1e-4, and the kink is inconclusive, never a
+    failure, in every mode."""
+    x = torch.tensor([0.5, 0.0], dtype=F64, requires_grad=True)
+    fn = lambda t: 9e4 + jump * torch.relu(t[1]) + t[0] ** 2  # noqa: E731
+    for mode in MODES:
+        res = ga.check(fn, (x,), mode=mode)
+        assert res.verdict == "inconclusive", (mode, res)
+        assert "kink" in str(res), (mode, res)
+
+
+class _RoundedBeside(torch.autograd.Function):
+    """(1e6 + x^2, sin x): the first output's gradient 2 x is right, the second's cos x is 0.1% off."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return 1e6 + x * x, x.sin()
+
+    @staticmethod
+    def backward(ctx, g0, g1):
+        (x,) = ctx.saved_tensors
+        return g0 * 2 * x + g1 * x.cos() * (1 + 1e-3)
+
+
+def test_ridders_is_not_retried_where_smaller_steps_cannot_give_a_finer_bound():
+    """The second output's error sends both columns to Ridders; there the first output's entries (2 x, right) pass
+    on a bound set by its rounding: 8 ulps of 1e6 (1.8e-9) over steps of at most 1e-2, about 1e-6, coarser than 1e-8
+    of 2 x. Ridders from smaller first steps would round at least 1.8e-9 / 1e-3 = 1.8e-6: no finer, so it is not
+    retried (it was, SHRINKS = 8 times per column, 8 evaluations each). The error is found in the second output at
+    both elements."""
+    x = torch.tensor([0.5, 0.9], dtype=F64, requires_grad=True)
+    res = ga.check(_RoundedBeside.apply, (x,), mode="full")
+    assert res.verdict == "fail" and res.info["ridders_columns"] == 2, res
+    assert "ridders_retries" not in res.info, res.info
+    assert sorted((m.output, m.location.element) for m in res.mismatches) == [(1, (0,)), (1, (1,))]

@@ -104,11 +104,30 @@ def test_slopes_expose_a_kink():
     # |x| at 0: left slope -1, right slope +1; relu at 0: 0 and 1; x^2 at 1: both about 2
     for fn, left, right in ((torch.abs, -1.0, 1.0), (torch.relu, 0.0, 1.0)):
         problem = Problem(fn, [torch.zeros(1, dtype=F64)], ["x"], [0], outputs=[torch.zeros(1, dtype=F64)])
-        ((lo, hi),) = slopes(problem, 0, torch.tensor([0]), {})
+        ((lo, hi, _),) = slopes(problem, 0, torch.tensor([0]), {})
         assert (float(lo), float(hi)) == (left, right)
     problem = Problem(lambda t: t * t, [torch.ones(1, dtype=F64)], ["x"], [0], outputs=[torch.ones(1, dtype=F64)])
-    ((lo, hi),) = slopes(problem, 0, torch.tensor([0]), {})
+    ((lo, hi, bound),) = slopes(problem, 0, torch.tensor([0]), {})
     assert float(lo) == pytest.approx(2.0, abs=1e-7) and float(hi) == pytest.approx(2.0, abs=1e-7)
+    # each slope's rounding bound: 10 noise / t, noise at least 8 ulps of |f| = 1, t = sqrt(eps)
+    eps = torch.finfo(F64).eps
+    assert float(bound) >= 10 * 8 * eps / eps ** 0.5 * (1 - 1e-12)
+
+
+def test_slopes_step_further_where_their_rounding_would_hide_the_discrepancy_they_explain():
+    # f = 9e4 + x^2 at x = 0.7: the outputs round at 8 ulps of 9e4 (1.6e-10); at t = sqrt(eps) that blurs each slope
+    # by 10 * 1.6e-10 / 1.5e-8 = 0.1, against a slope of 1.4. Asked for a bound of 1e-3 (a discrepancy of 1e-2,
+    # SLOPE_ROUNDING of it), the column is measured again from a step 100 times larger: both slopes are 1.4 to it
+    x = torch.tensor([0.7], dtype=F64)
+    problem = Problem(lambda t: 9e4 + t * t, [x], ["x"], [0], outputs=[9e4 + x * x])
+    info = {}
+    ((lo, hi, bound),) = slopes(problem, 0, torch.tensor([0]), info)
+    assert info["evaluations"] == 4 and float(bound) > 0.09  # not asked: sqrt(eps), and its bound says so
+    info = {}
+    ((lo, hi, bound),) = slopes(problem, 0, torch.tensor([0]), info, [torch.full((1, 1), 1e-3, dtype=F64)])
+    assert info["evaluations"] == 4 + 4  # the slopes at sqrt(eps), then again from the larger step
+    assert float(bound) <= 1e-3 * (1 + 1e-9)
+    assert abs(float(lo) - 1.4) <= float(bound) and abs(float(hi) - 1.4) <= float(bound)
 
 
 def test_taylor_orders_separate_right_from_slightly_wrong():

@@ -27,7 +27,7 @@ class Gathered:
     grads: dict[str, torch.Tensor | None] = field(default_factory=dict)
     bounds: dict[str, torch.Tensor | None] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
-    slopes: Callable[[str, torch.Tensor], tuple[torch.Tensor, torch.Tensor]] | None = None
+    slopes: Callable[[str, torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] | None = None
 
 
 def scalar_output(value: Any) -> torch.Tensor:
@@ -170,9 +170,9 @@ def finite_difference(check: Expectation) -> Gathered:
         ev.info["per_input"][name] = {"scheme": used, "dtype": str(x.dtype).removeprefix("torch."),
                                       "f": float(problem.outputs[0]), **info}
 
-    def side_slopes(name: str, cols: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        ((left, right),) = slopes(problem, problem.names.index(name), cols, {})
-        return left.reshape(-1), right.reshape(-1)
+    def side_slopes(name: str, cols: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        ((left, right, noise),) = slopes(problem, problem.names.index(name), cols, {})
+        return left.reshape(-1), right.reshape(-1), noise.reshape(-1)
 
     ev.slopes = side_slopes
     return ev

@@ -32,7 +32,7 @@ from .evaluate import SMALL_BATCH, Info, Problem, batched_outputs, held
 from .findings import Findings
 from .numeric import ridders_tableau, truncation
 from .record import Comparison, Location
-from .tolerances import RESOLVE, SAFETY, ToleranceUsed
+from .tolerances import KINK_REL, RESOLVE, SAFETY, SLOPE_CAP, SLOPE_ROUNDING, ToleranceUsed
 
 if TYPE_CHECKING:
     import torch
@@ -57,15 +57,17 @@ def ridders_steps(h0: float) -> list[float]:
     return [t for h in hs for t in (h, -h)]
 
 
-def ridders_scalar(phi_many: Batched, h0: float = 1e-2) -> tuple[float, float, int]:
+def ridders_scalar(phi_many: Batched, h0: float = 1e-2) -> tuple[float, float, int, float]:
     """Ridders' derivative at 0 of a scalar function, all points evaluated in one batch by
-    *phi_many*: (value, error bound including the rounding of the last quotient, evaluations)."""
+    *phi_many*: (value, error bound including the rounding of the last quotient, evaluations, that rounding
+    times the step: a tableau from any step h has a bound of at least it / h)."""
     ts = ridders_steps(h0)
     values, size = phi_many(ts)
     scale = max([size] + [abs(v) for v in values])
     cols = [(values[2 * c] - values[2 * c + 1]) / (2 * ts[2 * c]) for c in range(RIDDERS_COLUMNS)]
     best, err, used = ridders_tableau(cols)
-    return best, err + 1.04 * EPS64 * scale / ts[2 * (used - 1)], len(ts)
+    rounding = 1.04 * EPS64 * scale
+    return best, err + rounding / ts[2 * (used - 1)], len(ts), rounding
 
 
 def scalar_batch(phi: Callable[[float], float]) -> Batched:
@@ -94,17 +96,30 @@ def settled(judged: J.Judged, trunc: float) -> bool:
     return int(judged.verdict) == J.PASS and trunc <= _allowed(judged)
 
 
-def _one_sided(phi_many: Batched, t: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _one_sided(phi_many: Batched, t: float, perturbation: float, resolve: float, cap: float
+               ) -> tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor], int]:
     """The one-sided slopes of phi at 0, left and right, each extrapolated from steps t and t/2
-    (2 D(t/2) - D(t)): a smooth function's two agree to O(t^2), a kink's differ by the jump in slope. Plain
-    one-sided quotients differ by t |phi''| on a smooth function, which near a singularity (sqrt at 3e-6,
-    t = 1.5e-8) exceeds KINK_REL of the slope: a correct gradient was called a kink."""
+    (2 D(t/2) - D(t)), with the rounding bound of each (10 eps (|phi's terms| + *perturbation*) / t), and the
+    evaluations made: a smooth function's two agree to O(t^3) plus that bound, a kink's differ by the jump in
+    slope. Plain one-sided quotients differ by t |phi''| on a smooth function, which near a singularity (sqrt at
+    3e-6, t = 1.5e-8) exceeds KINK_REL of the slope: a correct gradient was called a kink. Where the bound
+    exceeds *resolve* (SLOPE_ROUNDING of the discrepancy the slopes are to explain, or of the smallest kink the
+    judge tells, KINK_REL of the value, whichever is larger), they are measured once more
+    from the step at which it would not, at most *cap* (as evaluate.slopes does in full mode)."""
     import torch
 
-    (right, half_right, zero, half_left, left), _ = phi_many([t, t / 2, 0.0, -t / 2, -t])
-    slope_left = 2 * ((zero - half_left) / (t / 2)) - (zero - left) / t
-    slope_right = 2 * ((half_right - zero) / (t / 2)) - (right - zero) / t
-    return torch.tensor(slope_left, dtype=torch.float64), torch.tensor(slope_right, dtype=torch.float64)
+    used = 0
+    while True:
+        (right, half_right, zero, half_left, left), size = phi_many([t, t / 2, 0.0, -t / 2, -t])
+        used += 5
+        slope_left = 2 * ((zero - half_left) / (t / 2)) - (zero - left) / t
+        slope_right = 2 * ((half_right - zero) / (t / 2)) - (right - zero) / t
+        noise = 10 * EPS64 * (size + perturbation) / t
+        if used > 5 or t >= cap or not noise > resolve:
+            break
+        t = min(t * noise / resolve, cap)  # the bound scales as 1 / t
+    as_tensor = [torch.tensor(v, dtype=torch.float64) for v in (slope_left, slope_right, noise)]
+    return (as_tensor[0], as_tensor[1], as_tensor[2]), used
 
 
 def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale: float, perturbation: float,
@@ -123,7 +138,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     result: dict[str, Any] = {"numeric": quick, "error_bound": err, "scheme": "richardson (h, 2h)", "evaluations": 4}
     if not settled(judged, trunc):
         h0 = 1e-2 * scale
-        numeric, err, used = ridders_scalar(phi_many, h0)
+        numeric, err, used, rounding = ridders_scalar(phi_many, h0)
         judged = J.judge(obs, numeric, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
                          precision=precision)
         result = {"numeric": numeric, "error_bound": err, "scheme": "ridders", "evaluations": 4 + used}
@@ -132,15 +147,17 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
         while True:
             # near a singularity the large steps' truncation dominates (or they reach it): start smaller, as full
             # mode does (full._shrink), the finest bound kept
+            # (a bound already at the rounding of the next, smaller first step cannot get finer there: stop)
             while shrinks < SHRINKS and (int(judged.reason) in UNDECIDED
-                                         or _unresolved(judged, err, numeric, tol, precision)):
+                                         or _unresolved(judged, err, numeric, tol, precision)) \
+                    and not (math.isfinite(rounding) and err <= rounding / (h0 / 10)):
                 shrinks += 1
                 h0 /= 10
-                again, err2, used2 = ridders_scalar(phi_many, h0)
+                again, err2, used2, rounding2 = ridders_scalar(phi_many, h0)
                 result["evaluations"] += used2
                 if not (math.isfinite(again) and math.isfinite(err2)) or (math.isfinite(err) and err2 >= err):
-                    continue
-                numeric, err = again, err2
+                    continue  # (its rounding is not kept: steps that reach a pole see values far from phi's own)
+                numeric, err, rounding = again, err2, rounding2
                 judged = J.judge(obs, numeric, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
                                  slopes=pair, precision=precision)
                 result.update(numeric=numeric, error_bound=err, scheme=f"ridders from h0 = {h0:.1e}")
@@ -148,11 +165,13 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                 break
             # one-sided slopes at a small step tell a kink or a jump inside the steps from a wrong gradient; a
             # jump (the local slopes match autograd, the large steps do not) sends Ridders to smaller steps
-            pair = _one_sided(phi_many, EPS64 ** 0.5 * scale)
+            pair, used = _one_sided(phi_many, EPS64 ** 0.5 * scale, perturbation,
+                                    SLOPE_ROUNDING * max(abs(obs - numeric), KINK_REL * max(abs(obs), abs(numeric))),
+                                    SLOPE_CAP * scale)
             judged = J.judge(obs, numeric, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
                              slopes=pair, precision=precision)
             result["slopes"] = (float(pair[0]), float(pair[1]))
-            result["evaluations"] += 5
+            result["evaluations"] += used
     result.update(verdict=int(judged.verdict), reason=int(judged.reason), allowed=_allowed(judged),
                   judged=judged, observed=analytic)
     return result

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import EvaluationError
 from .guard import expired, fixed_rng
 from .numeric import RIDDERS_BASE, RIDDERS_COLUMNS, ridders_tensor
-from .tolerances import ROUNDING_ULPS, STRUCTURE_ULPS
+from .tolerances import ROUNDING_ULPS, SLOPE_CAP, STRUCTURE_ULPS
 
 if TYPE_CHECKING:
     import torch
@@ -558,17 +558,52 @@ def forward_columns(problem: Problem, j: int, cols: torch.Tensor, step: torch.Te
             .mul_(inverse).T for o, f0 in zip(outs, problem.outputs)]
 
 
-def slopes(problem: Problem, j: int, cols: torch.Tensor, info: Info) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def slopes(problem: Problem, j: int, cols: torch.Tensor, info: Info, resolve: list[torch.Tensor] | None = None
+           ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """One-sided slopes (left, right) of every output along columns *cols*, each extrapolated from steps
-    t = sqrt(eps) * max(1, |x|) and t/2 (2 D(t/2) - D(t)): per output, two (len(cols), M_k) tensors. They
-    differ at a kink; on a smooth function they agree to O(t^2) (plain one-sided quotients differ by t |f''|,
-    which near a singularity, sqrt at 3e-6, exceeds KINK_REL of the slope)."""
+    t and t/2 (2 D(t/2) - D(t)), with the rounding bound of each, 10 noise / t (:func:`measure_noise`): per
+    output, three (len(cols), M_k) tensors. They differ at a kink; on a smooth function they agree to O(t^3)
+    plus that bound (plain one-sided quotients differ by t |f''|, which near a singularity, sqrt at 3e-6,
+    exceeds KINK_REL of the slope). t is sqrt(eps) max(1, |x|). *resolve* (per output, (len(cols), M_k)) is the
+    largest bound each entry may have (inf: any); a column where one is exceeded is measured again from the step
+    at which it would not be, at most SLOPE_CAP max(1, |x|): a discrepancy of 0.01 against a slope blurred by 0.1
+    (the rounding of |f| = 9e4 over t = 1.5e-8) could not be told from a kink."""
     import torch
 
     x = problem.inputs[j].detach()
+    size = problem.x_size(j)[cols]
+    noise = [problem.noise(k).reshape(1, -1) for k in range(len(problem.outputs))]
     base = torch.finfo(x.dtype).eps ** 0.5
-    s = steps(x, base).reshape(-1)[cols]
-    half = steps(x, base / 2).reshape(-1)[cols]  # each exact, (x + h) - x, and divided by as it is
+    result = _slopes_at(problem, j, cols, torch.full_like(size, base), noise, info)
+    if resolve is None or base >= SLOPE_CAP:
+        return result
+    wanted = torch.zeros_like(size)  # per column, the relative step at which every entry's bound is as asked
+    for (_, _, bound), asked in zip(result, resolve):
+        if bound.numel():
+            ratio = (bound / asked).nan_to_num_(nan=0.0, posinf=math.inf).amax(dim=1)
+            wanted = torch.maximum(wanted, ratio * base)  # the bound scales as 1 / t
+    again = (wanted > base).nonzero().flatten()
+    if len(again):
+        more = _slopes_at(problem, j, cols[again], wanted[again].clamp_max_(SLOPE_CAP), noise, info)
+        for (left, right, bound), (l2, r2, b2) in zip(result, more):
+            left[again], right[again], bound[again] = l2, r2, b2
+    return result
+
+
+def _slopes_at(problem: Problem, j: int, cols: torch.Tensor, relative: torch.Tensor, noise: list[torch.Tensor],
+               info: Info) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """:func:`slopes` from steps *relative* max(1, |x|) per column (each exact: (x + h) - x, divided by as it is)."""
+    import torch
+
+    x = problem.inputs[j].detach()
+    xd, size = x.reshape(-1)[cols], problem.x_size(j)[cols]
+
+    def exact(rel: torch.Tensor) -> torch.Tensor:
+        h = (rel * size).to(x.dtype)
+        taken = (xd + h) - xd
+        return torch.where(taken > 0, taken, h)
+
+    s, half = exact(relative), exact(relative / 2)
     unit = unit_rows(x, cols).reshape(len(cols), *x.shape)
     hs, hs2 = (t.reshape(-1, *([1] * x.dim())) for t in (s, half))
     with torch.no_grad():
@@ -579,12 +614,12 @@ def slopes(problem: Problem, j: int, cols: torch.Tensor, info: Info) -> list[tup
     inv = 1.0 / s.reshape(-1, 1).to(torch.float64)
     inv2 = 1.0 / half.reshape(-1, 1).to(torch.float64)
     result = []
-    for o, f0 in zip(outs, problem.outputs):
+    for o, f0, r in zip(outs, problem.outputs, noise):
         o = o.reshape(4 * n, -1).to(torch.float64)
         f0 = f0.reshape(1, -1).to(torch.float64)
         left = 2 * ((f0 - o[3 * n:]) * inv2) - (f0 - o[n:2 * n]) * inv
         right = 2 * ((o[2 * n:3 * n] - f0) * inv2) - (o[:n] - f0) * inv
-        result.append((left, right))
+        result.append((left, right, 10 * r * inv))  # each: 2 (2 r) / (t / 2) + 2 r / t
     return result
 
 

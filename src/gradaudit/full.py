@@ -21,6 +21,7 @@ plus one chunk of numeric columns.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -46,7 +47,16 @@ from .evaluate import (
 )
 from .findings import Findings
 from .numeric import truncation
-from .tolerances import RESOLVE, ROUNDING_ULPS, SAFETY, STRUCTURE_REL, STRUCTURE_ULPS, ToleranceUsed
+from .tolerances import (
+    KINK_REL,
+    RESOLVE,
+    ROUNDING_ULPS,
+    SAFETY,
+    SLOPE_ROUNDING,
+    STRUCTURE_REL,
+    STRUCTURE_ULPS,
+    ToleranceUsed,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -123,8 +133,11 @@ def _resolved(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Te
               tol: ToleranceUsed, base: float) -> bool:
     """Whether the quick stage resolves every entry of input j to RESOLVE (the default tolerance's promise):
     its evidence term, SAFETY ROUNDING_ULPS eps max(1, |f_r|) / h_c, at most RESOLVE |J_rc| wherever |J_rc|
-    exceeds its allowance (an entry below its allowance has no relative error worth resolving) and is at
-    least 1% of the output's largest entry. A loss summing many terms (|f| of 460 against entries of 1) or
+    exceeds its allowance (an entry below its allowance has no relative error worth resolving), however small
+    against the output's largest entry: entries below 1% of it were exempt, and y = 1e6 x0^2 + x1^2 with dy/dx1
+    off by 1% passed full mode (its central differences resolve 3e-9 of |y| = 1e6, 1.5e-3 of dy/dx1) where
+    directional mode, whose output weights are 1 / max(1, |y|), failed it on every seed. A loss summing many
+    terms (|f| of 460 against entries of 1) or
     sigmoid (entries of at most 1/4 against max(1, |f|) = 1) is not resolved: a backward off by 1e-8 there
     passes central differences, and the directional confirmation, 100 times finer, decides. *base*: the
     quick steps' h_c / max(1, |x_c|), the smallest used (an affine function's one-sided steps of
@@ -148,24 +161,20 @@ def _resolved(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Te
             values = [abs(v) for v in a.reshape(-1).tolist()]
             if any(v != v for v in values):  # a NaN entry: the largest is NaN, as torch's max says, and none is
                 continue  # at least 1% of it (a NaN gradient fails as a located entry anyway)
-            floor = 0.01 * max(values)
             width = len(xs)
             for i, size in enumerate(values):
                 evidence = unit * rows[i // width] / (base * xs[i % width])
-                if size > evidence + tol.atol + tol.rtol * size and evidence > RESOLVE * size and size >= floor:
+                if size > evidence + tol.atol + tol.rtol * size and evidence > RESOLVE * size:
                     return False
             continue
         h = base * problem.x_size(j).reshape(1, -1)
-        # entries below 1% of the block's largest: a relative error there is below what the confirmation's
-        # projection (dominated by the large entries) resolves, as it is below the entry's own allowance
-        floor = 0.01 * float(a.abs().max())
         fs = problem.f_size(k).reshape(-1, 1)
         step = max(1, (1 << 18) // max(1, a.shape[1]))  # rows at a time: a few MB of temporaries, not M x N
         for r in range(0, a.shape[0], step):
             size = a[r:r + step].abs()
             evidence = (SAFETY * ROUNDING_ULPS * torch.finfo(out.dtype).eps) * fs[r:r + step] / h
             allowed = evidence + tol.atol + tol.rtol * size
-            if bool(((size > allowed) & (evidence > RESOLVE * size) & (size >= floor)).any()):
+            if bool(((size > allowed) & (evidence > RESOLVE * size)).any()):
                 return False
     return True
 
@@ -965,8 +974,8 @@ UNDECIDED = (J.COARSE, J.DISCONTINUITY, J.EVIDENCE_NONFINITE)
 
 
 def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Tensor, value: torch.Tensor,
-            bound: torch.Tensor, sides: tuple[torch.Tensor, torch.Tensor], judged: J.Judged, tol: ToleranceUsed,
-            info: Info) -> tuple[torch.Tensor, torch.Tensor, J.Judged]:
+            bound: torch.Tensor, sides: tuple[torch.Tensor, torch.Tensor, torch.Tensor], judged: J.Judged,
+            tol: ToleranceUsed, info: Info) -> tuple[torch.Tensor, torch.Tensor, J.Judged]:
     """Entries the first tableau left undecided (an error bound too large for the value, a jump inside
     the steps, steps that left the function's domain) get Ridders again from smaller first steps, h0/10,
     h0/100, ...: near a singularity (tan near a pole, asin near 1, polygamma near a pole) the truncation
@@ -981,6 +990,11 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
     for _ in range(SHRINKS):
         undecided = torch.isin(judged.reason.expand_as(judged.verdict), torch.tensor(UNDECIDED))
         undecided |= _unresolved(problem, j, judged, bound.T, tol)
+        # a tableau from the next first step h0 has a bound of at least the rounding noise / h0: an entry whose
+        # finite bound is already that fine cannot gain from smaller steps (sums that round coarsely: each retry
+        # cost 8 evaluations per column, and all SHRINKS of them ran)
+        floor = problem.noise(k).reshape(-1, 1) / ((base / 10) * problem.x_size(j)[part].reshape(1, -1))
+        undecided &= ~(bound.T <= floor)
         if not bool(undecided.any()):
             break
         base /= 10
@@ -992,9 +1006,9 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
         value, bound = value.clone(), bound.clone()
         value[cols] = torch.where(better, v2, value[cols])
         bound[cols] = torch.where(better, b2, bound[cols])
-        left, right = sides
+        left, right, noise = sides
         judged = J.judge(obs, value.T, tol, reference_bound=bound.T, scale=_scale(problem, j, k, part),
-                         slopes=(left.T, right.T), precision=_precision(problem, j))
+                         slopes=(left.T, right.T, noise.T), precision=_precision(problem, j))
     return value, bound, judged
 
 
@@ -1008,11 +1022,27 @@ def _unresolved(problem: Problem, j: int, judged: J.Judged, bound: torch.Tensor,
     shape = judged.verdict.shape
     if not tol.default or problem.inputs[j].dtype != torch.float64 or not judged.verdict.numel():
         return torch.zeros(shape, dtype=torch.bool)
-    # as _resolved: only entries above their own bound (below it a relative error means nothing) and at least 1%
-    # of the block's largest (a NaN there: none)
+    # only entries above their own bound (below it a relative error means nothing) and at least 1% of the block's
+    # largest (a NaN there: none): a smaller one beside a large output rounds no finer at smaller steps, and the
+    # directional confirmation, which _resolved asks wherever central differences leave an entry unresolved, judges
+    # it with output weights of order one
     size, wide = judged.ref.expand(shape).abs(), SAFETY * bound.expand(shape)
     floor = 0.01 * float(size.max())
     return (judged.verdict.expand(shape) == J.PASS) & (wide > RESOLVE * size) & (size > wide) & (size >= floor)
+
+
+def _slope_resolution(obs: torch.Tensor, value: torch.Tensor, bound: torch.Tensor, tol: ToleranceUsed) -> torch.Tensor:
+    """The rounding bound the one-sided slopes of each entry may have (evaluate.slopes), (w, M) as *value*:
+    SLOPE_ROUNDING of its discrepancy |autograd - Ridders| (or of the smallest kink the judge tells, KINK_REL of
+    the values, whichever is larger) where the discrepancy exceeds the allowance (the judge's rule: atol + rtol
+    |value| + SAFETY bound), so that a kink as large as the discrepancy is told from rounding; inf where it does
+    not (the slopes decide nothing there)."""
+    import torch
+
+    diff = (obs.T - value).abs()
+    outside = diff > tol.atol + tol.rtol * value.abs() + SAFETY * bound
+    smallest = KINK_REL * torch.maximum(obs.T.abs(), value.abs())
+    return torch.where(outside, SLOPE_ROUNDING * torch.maximum(diff, smallest), math.inf)
 
 
 def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[int, int], torch.Tensor | None],
@@ -1052,7 +1082,10 @@ def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[in
         bad = torch.tensor(marks, dtype=torch.bool)
         some = any(marks)
         sub = part[bad]
-        sides = slopes(problem, j, sub, info) if some else None
+        sides = None
+        if some:  # each entry outside its allowance asks slopes fine enough to tell a kink as large as its discrepancy
+            sides = slopes(problem, j, sub, info, [_slope_resolution(obs[:, bad], value[bad], bound[bad], tol)
+                                                   for _, _, obs, value, bound, _ in first])
         for k, none, obs, value, bound, judged in first:
             kind = "none-gradient" if none else None
             note = "autograd gives None for this input" if none else ""
@@ -1067,10 +1100,10 @@ def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[in
                           cols=part[clean].reshape(1, -1), kind=kind, note=note)
             if sides is None:
                 continue
-            left, right = sides[k]
+            left, right, noise = sides[k]
             value, bound, obs = value[bad], bound[bad], obs[:, bad]
             judged = J.judge(obs, value.T, tol, reference_bound=bound.T, scale=_scale(problem, j, k, sub),
-                             slopes=(left.T, right.T), precision=_precision(problem, j))
-            value, bound, judged = _shrink(problem, j, k, sub, obs, value, bound, (left, right), judged, tol, info)
+                             slopes=(left.T, right.T, noise.T), precision=_precision(problem, j))
+            value, bound, judged = _shrink(problem, j, k, sub, obs, value, bound, sides[k], judged, tol, info)
             found.add(judged, obs, value.T, output=k, rows=rows, cols=sub.reshape(1, -1), slopes=(left.T, right.T),
                       kind=kind, note=note)

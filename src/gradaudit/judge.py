@@ -94,14 +94,15 @@ def _zero() -> torch.Tensor:
 def judge(observed: torch.Tensor | float, reference: torch.Tensor | float, tol: ToleranceUsed, *,
           observed_bound: torch.Tensor | float = 0.0, reference_bound: torch.Tensor | float = 0.0,
           scale: torch.Tensor | float | None = None, numeric: Literal["observed", "reference", None] = "reference",
-          slopes: tuple[torch.Tensor, torch.Tensor] | None = None, convention: torch.Tensor | None = None,
+          slopes: tuple[torch.Tensor, ...] | None = None, convention: torch.Tensor | None = None,
           precision: str = "float64") -> Judged:
     """Judge *observed* against *reference* elementwise (see the module docstring).
 
     *numeric* names the side that is numeric evidence: a non-finite value there is inconclusive,
     on the other side a failure. *scale* is the quantity's natural magnitude (at least |values|)
     against which an error bound is "too large"; *slopes* are one-sided slopes (NaN where not
-    measured) that reveal kinks and discontinuities; *convention* a declared subgradient.
+    measured) that reveal kinks and discontinuities, (left, right) or (left, right, rounding bound of each);
+    *convention* a declared subgradient.
     """
     import torch
 
@@ -163,7 +164,7 @@ def judge(observed: torch.Tensor | float, reference: torch.Tensor | float, tol: 
         reason = torch.where(beyond & ~coarse, BEYOND_TOL, reason)
     if slopes is not None:
         num, other = (obs, ref) if numeric == "observed" else (ref, obs)
-        reason = _slopes(reason, within, num, other, ref, slopes, convention)
+        reason = _slopes(reason, within, num, other, ref, slopes, convention, evidence)
     finite_obs, finite_ref = torch.isfinite(obs), torch.isfinite(ref)
     evidence_side = finite_obs if numeric == "observed" else finite_ref
     other_side = finite_ref if numeric == "observed" else finite_obs
@@ -227,29 +228,45 @@ def _scalar_pass(obs: float, ref: float, tol: ToleranceUsed, obs_bound: float, r
 
 
 def _slopes(reason: torch.Tensor, within: torch.Tensor, num: torch.Tensor, other: torch.Tensor, ref: torch.Tensor,
-            slopes: tuple[torch.Tensor, torch.Tensor], convention: torch.Tensor | None) -> torch.Tensor:
+            slopes: tuple[torch.Tensor, ...], convention: torch.Tensor | None, evidence: torch.Tensor) -> torch.Tensor:
     """Kinks and discontinuities among the comparisons that fail: inconclusive, never fail. *num* is the
-    large-step numeric evidence, *other* the value it is compared with, *ref* the reference side."""
+    large-step numeric evidence (*evidence*: SAFETY times its bound), *other* the value it is compared with, *ref*
+    the reference side.
+
+    With the slopes' own rounding bound (a third tensor), the margins are KINK_REL of the values plus what
+    rounding and the large-step evidence's bound allow, however small the slopes: a kink in a term small against
+    its output (9e4 + 0.01 relu(x), or along a direction weighted by 1 / |f|: slopes of 1e-5) is found. Without it,
+    the margins are KINK_REL of max(1, |value|)."""
     import torch
 
-    left, right = (s.to(torch.float64).expand_as(num) for s in slopes)
-    measured = torch.isfinite(left) & torch.isfinite(right)
-    size = torch.maximum(left.abs(), right.abs()).clamp_min(1.0)
-    kink = measured & ((left - right).abs() > KINK_REL * size)
+    left, right = (s.to(torch.float64).expand_as(num) for s in slopes[:2])
     mid = (left + right) / 2
-    near = KINK_REL * mid.abs().clamp_min(1.0)
+    measured = torch.isfinite(left) & torch.isfinite(right)
+    if len(slopes) > 2:
+        # each slope's rounding bound: on a smooth function the two differ by up to twice it (their extrapolation's
+        # truncation is O(t^3)), and their midpoint is off by up to it
+        noise = slopes[2].to(torch.float64).expand_as(num).nan_to_num(nan=math.inf)
+        size = torch.maximum(left.abs(), right.abs())
+        near = KINK_REL * mid.abs() + noise + evidence
+        num_near = KINK_REL * num.abs() + evidence
+    else:
+        noise = torch.zeros((), dtype=torch.float64)
+        size = torch.maximum(left.abs(), right.abs()).clamp_min(1.0)
+        near = KINK_REL * mid.abs().clamp_min(1.0)
+        num_near = KINK_REL * num.abs().clamp_min(1.0)
+    kink = measured & ((left - right).abs() > KINK_REL * size + 2 * noise)
     # the large-step evidence disagrees with the local slope, and the other side matches one of them: a jump
     # inside the large steps (the other side matches the local slope), or a function that is not
     # differentiable at the small step's scale, a staircase (a lower-precision cast inside: flat at 1e-8, the
     # intended slope over 1e-2, which the other side matches). Matching neither, it fails
-    matches = ((other - mid).abs() <= near) | ((other - num).abs() <= KINK_REL * num.abs().clamp_min(1.0))
+    matches = ((other - mid).abs() <= near) | ((other - num).abs() <= num_near)
     jump = measured & ~kink & ((num - mid).abs() > near) & matches
     reason = torch.where(~within & kink, KINK, reason)
     reason = torch.where(~within & jump, DISCONTINUITY, reason)
     if convention is not None:
         conv = convention.to(torch.float64).expand_as(num)
         lo, hi = torch.minimum(left, right), torch.maximum(left, right)
-        margin = KINK_REL * size
+        margin = KINK_REL * size + noise
         reason = torch.where(kink & (conv == ref) & (ref >= lo - margin) & (ref <= hi + margin), CONVENTION, reason)
     return reason
 

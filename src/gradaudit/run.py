@@ -376,14 +376,15 @@ def _judge_gradient(base: Record, check: Expectation, name: str, method: str, ev
     pair = None
     if bool((judged.verdict != J.PASS).any()) and ev.slopes is not None:
         suspect = (judged.verdict != J.PASS).reshape(-1).nonzero().flatten()
-        left, right = ev.slopes(name, suspect)
+        left, right, noise = ev.slopes(name, suspect)
         full_l = torch.full((expected.numel(),), float("nan"), dtype=torch.float64)
-        full_r = full_l.clone()
-        full_l[suspect], full_r[suspect] = left, right
+        full_r, full_n = full_l.clone(), full_l.clone()
+        full_l[suspect], full_r[suspect], full_n[suspect] = left, right, noise
         pair = (full_l.reshape(expected.shape), full_r.reshape(expected.shape))
         conv = check.convention_tensor(name)
         judged = J.judge(grad, expected, tol, observed_bound=0.0 if bound is None else bound, numeric="observed",
-                         scale=scale, slopes=pair, convention=conv, precision=precision)
+                         scale=scale, slopes=(*pair, full_n.reshape(expected.shape)), convention=conv,
+                         precision=precision)
     f.add(judged, grad, expected, output=None, rows=torch.tensor(-1), cols=cols, slopes=pair)
     fields["reason"] = _numeric_note(check, name, f)
     return _done(base, f.verdict, check.expect, discrepancy=f.discrepancy(KEEP), **fields)  # type: ignore[arg-type]

@@ -104,6 +104,13 @@ UNINFORMATIVE = {"float64": 1e-3, "float32": 1e-1, "float16": 0.5, "bfloat16": 0
 #: one-sided slopes that differ by more than this (relative to max(1, |slope|)) mark a kink; the
 #: same margin says whether a large-step reference disagrees with the local slope (a discontinuity)
 KINK_REL = 1e-3
+#: one-sided slopes carry their own rounding bound (10 noise / t), which widens the kink margins; where it exceeds
+#: this fraction of the discrepancy they are to explain, they are measured again from a larger step t, at most
+#: SLOPE_CAP max(1, |x|) (Ridders' first step is 1e-2): without it a smooth function whose output is large against
+#: its slope (|f| = 9e4, slope 1.4, slopes at t = 1.5e-8 blurred by 0.1) was called a kink, and a gradient 1% off
+#: was inconclusive
+SLOPE_ROUNDING = 0.1
+SLOPE_CAP = 1e-3
 #: the default tolerance's promise: a float64 backward off by this relative amount fails in every mode. Full
 #: mode's central differences resolve about 3e-9 max(1, |f|) / max(1, |x|) (with SAFETY); where that is
 #: coarser than RESOLVE times an entry, the directional confirmation (Richardson at steps 100 times larger)
