@@ -464,8 +464,10 @@ def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: flo
     elements (flat indices) and the judgement where one disagreed, else None."""
     import torch
 
-    active = u.reshape(-1) != 0
     allowed = float(whole["allowed"])
+    if SPLIT / norm >= allowed:  # every element's typical term is at least 1 / norm: none is unresolved
+        return None
+    active = u.reshape(-1) != 0
     name = problem.names[j]
     for _ in range(SPLITS):
         flagged = _unresolved_elements(g, sizes, norm, allowed, active)
@@ -589,8 +591,10 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
         if k is None:
             # an element whose term this allowance cannot resolve is judged by its input's own check (_split)
             for (_, x, u), g, norm in zip(parts, gs, norms):
-                if g is not None and bool(_unresolved_elements(g.detach().to(torch.float64), _sizes(x), norm, allowed,
-                                                               u.reshape(-1) != 0).any()):
+                if g is None or SPLIT / norm >= allowed:  # (each element's typical term is at least 1 / norm)
+                    continue
+                if bool(_unresolved_elements(g.detach().to(torch.float64), _sizes(x), norm, allowed,
+                                             u.reshape(-1) != 0).any()):
                     return None
             found.append({"input": f"{names} (together)", "autograd": total, "numeric": numeric, "error_bound": err,
                           "scheme": "richardson (h, 2h), every input along its own u at once", "evaluations": 4,
