@@ -387,8 +387,11 @@ def test_sigint_during_a_run_keeps_the_earlier_results_byte_identical(tmp_path):
     slow = tmp_path / "slow.json"
     slow.write_text(json.dumps([{"name": f"c{i}", "function": "sum(x*x)", "x": [0.5] * 40,
                                  "analytical_gradient": [1.0] * 40} for i in range(400)]))
+    # SIGINT at its default disposition in the child: a test run started in the background of a shell without
+    # job control inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler (the run finished)
     proc = subprocess.Popen([sys.executable, "-m", "gradaudit", "run", str(slow), "--json", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(3.0)  # loading or running, depending on the machine: either way nothing may be written
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
