@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from .record import Allowance, Comparison, Discrepancy, Location, Outcome, Record, Verdict
-from .tolerances import KINK_REL, SAFETY, UNINFORMATIVE, ToleranceUsed
+from .tolerances import KINK_REL, SAFETY, SLOPE_REL, UNINFORMATIVE, ToleranceUsed
 
 if TYPE_CHECKING:
     import torch
@@ -233,10 +233,11 @@ def _slopes(reason: torch.Tensor, within: torch.Tensor, num: torch.Tensor, other
     large-step numeric evidence (*evidence*: SAFETY times its bound), *other* the value it is compared with, *ref*
     the reference side.
 
-    With the slopes' own rounding bound (a third tensor), the margins are KINK_REL of the values plus what
-    rounding and the large-step evidence's bound allow, however small the slopes: a kink in a term small against
-    its output (9e4 + 0.01 relu(x), or along a direction weighted by 1 / |f|: slopes of 1e-5) is found. Without it,
-    the margins are KINK_REL of max(1, |value|)."""
+    With the slopes' own rounding bound (a third tensor), the margins are relative to the values themselves
+    (KINK_REL between the two slopes, SLOPE_REL between them and another value) plus what rounding and the
+    large-step evidence's bound allow, however small the slopes: a kink in a term small against its output
+    (9e4 + 0.01 relu(x), or along a direction weighted by 1 / |f|: slopes of 1e-5) is found. Without it, the
+    margins are KINK_REL of max(1, |value|)."""
     import torch
 
     left, right = (s.to(torch.float64).expand_as(num) for s in slopes[:2])
@@ -247,7 +248,7 @@ def _slopes(reason: torch.Tensor, within: torch.Tensor, num: torch.Tensor, other
         # truncation is O(t^3)), and their midpoint is off by up to it
         noise = slopes[2].to(torch.float64).expand_as(num).nan_to_num(nan=math.inf)
         size = torch.maximum(left.abs(), right.abs())
-        near = KINK_REL * mid.abs() + noise + evidence
+        near = SLOPE_REL * mid.abs() + noise + evidence
         num_near = KINK_REL * num.abs() + evidence
     else:
         noise = torch.zeros((), dtype=torch.float64)

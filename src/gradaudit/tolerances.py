@@ -111,6 +111,12 @@ KINK_REL = 1e-3
 #: was inconclusive
 SLOPE_ROUNDING = 0.1
 SLOPE_CAP = 1e-3
+#: ... and, with that bound known, slopes within it plus this fraction of their value (their extrapolation's
+#: truncation, O(t^2) with t = sqrt(eps) max(1, |x|), far below it unless a singularity lies within 1e-5) say
+#: where the large-step evidence is off instead (a jump or a singularity inside its steps: |x|^1.5 1e-6 from 0,
+#: Ridders from 1e-2 off by 1e-4 on a bound of 2e-6, the slopes within 4e-8 of autograd), and Ridders is asked again
+#: from smaller steps; KINK_REL of the value there let it fail a correct gradient
+SLOPE_REL = 1e-6
 #: the default tolerance's promise: a float64 backward off by this relative amount fails in every mode. Full
 #: mode's central differences resolve about 3e-9 max(1, |f|) / max(1, |x|) (with SAFETY); where that is
 #: coarser than RESOLVE times an entry, the directional confirmation (Richardson at steps 100 times larger)
