@@ -32,7 +32,7 @@ from .evaluate import SMALL_BATCH, Info, Problem, batched_outputs, held
 from .findings import Findings
 from .numeric import ridders_tableau, truncation
 from .record import Comparison, Location
-from .tolerances import KINK_REL, RESOLVE, SAFETY, SLOPE_CAP, SLOPE_ROUNDING, ToleranceUsed
+from .tolerances import RESOLVE, SAFETY, SLOPE_CAP, SLOPE_REL, SLOPE_ROUNDING, ToleranceUsed
 
 if TYPE_CHECKING:
     import torch
@@ -103,8 +103,8 @@ def _one_sided(phi_many: Batched, t: float, perturbation: float, resolve: float,
     evaluations made: a smooth function's two agree to O(t^3) plus that bound, a kink's differ by the jump in
     slope. Plain one-sided quotients differ by t |phi''| on a smooth function, which near a singularity (sqrt at
     3e-6, t = 1.5e-8) exceeds KINK_REL of the slope: a correct gradient was called a kink. Where the bound
-    exceeds *resolve* (SLOPE_ROUNDING of the discrepancy the slopes are to explain, or of the smallest kink the
-    judge tells, KINK_REL of the value, whichever is larger), they are measured once more
+    exceeds *resolve* (SLOPE_ROUNDING of the discrepancy the slopes are to explain, or of the finest margin the
+    judge uses with them, SLOPE_REL of the value, whichever is larger), they are measured once more
     from the step at which it would not, at most *cap* (as evaluate.slopes does in full mode)."""
     import torch
 
@@ -166,7 +166,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
             # one-sided slopes at a small step tell a kink or a jump inside the steps from a wrong gradient; a
             # jump (the local slopes match autograd, the large steps do not) sends Ridders to smaller steps
             pair, used = _one_sided(phi_many, EPS64 ** 0.5 * scale, perturbation,
-                                    SLOPE_ROUNDING * max(abs(obs - numeric), KINK_REL * max(abs(obs), abs(numeric))),
+                                    SLOPE_ROUNDING * max(abs(obs - numeric), SLOPE_REL * max(abs(obs), abs(numeric))),
                                     SLOPE_CAP * scale)
             judged = J.judge(obs, numeric, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
                              slopes=pair, precision=precision)

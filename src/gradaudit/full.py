@@ -48,10 +48,10 @@ from .evaluate import (
 from .findings import Findings
 from .numeric import truncation
 from .tolerances import (
-    KINK_REL,
     RESOLVE,
     ROUNDING_ULPS,
     SAFETY,
+    SLOPE_REL,
     SLOPE_ROUNDING,
     STRUCTURE_REL,
     STRUCTURE_ULPS,
@@ -1033,15 +1033,15 @@ def _unresolved(problem: Problem, j: int, judged: J.Judged, bound: torch.Tensor,
 
 def _slope_resolution(obs: torch.Tensor, value: torch.Tensor, bound: torch.Tensor, tol: ToleranceUsed) -> torch.Tensor:
     """The rounding bound the one-sided slopes of each entry may have (evaluate.slopes), (w, M) as *value*:
-    SLOPE_ROUNDING of its discrepancy |autograd - Ridders| (or of the smallest kink the judge tells, KINK_REL of
-    the values, whichever is larger) where the discrepancy exceeds the allowance (the judge's rule: atol + rtol
-    |value| + SAFETY bound), so that a kink as large as the discrepancy is told from rounding; inf where it does
-    not (the slopes decide nothing there)."""
+    SLOPE_ROUNDING of its discrepancy |autograd - Ridders| (or of the finest margin the judge uses with slopes,
+    SLOPE_REL of the values, whichever is larger) where the discrepancy exceeds the allowance (the judge's rule:
+    atol + rtol |value| + SAFETY bound), so that a kink or a jump as large as the discrepancy is told from
+    rounding; inf where it does not (the slopes decide nothing there)."""
     import torch
 
     diff = (obs.T - value).abs()
     outside = diff > tol.atol + tol.rtol * value.abs() + SAFETY * bound
-    smallest = KINK_REL * torch.maximum(obs.T.abs(), value.abs())
+    smallest = SLOPE_REL * torch.maximum(obs.T.abs(), value.abs())
     return torch.where(outside, SLOPE_ROUNDING * torch.maximum(diff, smallest), math.inf)
 
 
