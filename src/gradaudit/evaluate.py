@@ -418,10 +418,10 @@ def _agree(got: torch.Tensor, want: torch.Tensor, noise: torch.Tensor) -> bool:
 
 # -- numeric columns -------------------------------------------------------------------------
 
-def steps(x: torch.Tensor, base: float | None = None, *, finite: bool = False) -> torch.Tensor:
-    """Steps *base* * max(1, |x|) per element (default cbrt(eps), the central-difference optimum), made
-    exactly representable: (x + h) - x. *finite*: the caller knows every element of x is finite (then
-    (x + h) - x > 0 everywhere, and the masking below changes nothing)."""
+def steps(x: torch.Tensor, base: float | torch.Tensor | None = None, *, finite: bool = False) -> torch.Tensor:
+    """Steps *base* * max(1, |x|) per element (default cbrt(eps), the central-difference optimum; a tensor of
+    x's shape and dtype: one base per element), made exactly representable: (x + h) - x. *finite*: the caller
+    knows every element of x is finite (then (x + h) - x > 0 everywhere, and the masking below changes nothing)."""
     import torch
 
     if base is None:
@@ -574,7 +574,7 @@ def slopes(problem: Problem, j: int, cols: torch.Tensor, info: Info, resolve: li
     size = problem.x_size(j)[cols]
     noise = [problem.noise(k).reshape(1, -1) for k in range(len(problem.outputs))]
     base = torch.finfo(x.dtype).eps ** 0.5
-    result = _slopes_at(problem, j, cols, torch.full_like(size, base), noise, info)
+    result = _slopes_at(problem, j, cols, base, noise, info)
     if resolve is None or base >= SLOPE_CAP:
         return result
     wanted = torch.zeros_like(size)  # per column, the relative step at which every entry's bound is as asked
@@ -590,20 +590,19 @@ def slopes(problem: Problem, j: int, cols: torch.Tensor, info: Info, resolve: li
     return result
 
 
-def _slopes_at(problem: Problem, j: int, cols: torch.Tensor, relative: torch.Tensor, noise: list[torch.Tensor],
-               info: Info) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """:func:`slopes` from steps *relative* max(1, |x|) per column (each exact: (x + h) - x, divided by as it is)."""
+def _slopes_at(problem: Problem, j: int, cols: torch.Tensor, relative: float | torch.Tensor,
+               noise: list[torch.Tensor], info: Info) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """:func:`slopes` from steps *relative* max(1, |x|) (one for every column, or one per column), each exact as
+    :func:`steps` makes it, and divided by as it is."""
     import torch
 
     x = problem.inputs[j].detach()
-    xd, size = x.reshape(-1)[cols], problem.x_size(j)[cols]
-
-    def exact(rel: torch.Tensor) -> torch.Tensor:
-        h = (rel * size).to(x.dtype)
-        taken = (xd + h) - xd
-        return torch.where(taken > 0, taken, h)
-
-    s, half = exact(relative), exact(relative / 2)
+    if isinstance(relative, torch.Tensor):  # per column: a base for every element of x, the columns' own
+        every = torch.zeros(x.numel(), dtype=x.dtype)
+        every[cols] = relative.to(x.dtype)
+        s, half = (steps(x, (every * factor).reshape(x.shape)).reshape(-1)[cols] for factor in (1.0, 0.5))
+    else:
+        s, half = (steps(x, base).reshape(-1)[cols] for base in (relative, relative / 2))
     unit = unit_rows(x, cols).reshape(len(cols), *x.shape)
     hs, hs2 = (t.reshape(-1, *([1] * x.dim())) for t in (s, half))
     with torch.no_grad():
