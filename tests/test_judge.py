@@ -78,6 +78,29 @@ def test_a_staircase_at_the_small_steps_scale_is_inconclusive_and_a_gradient_mat
     assert verdicts(J.judge(t(5.0), t(3.00003), CHECK, slopes=(t(0.0), t(0.0)))) == ["fail"]
 
 
+def test_slopes_with_their_rounding_bound_judge_at_their_own_precision():
+    """A third tensor is each slope's rounding bound. Slopes 1.40 and 1.397 differ by 3e-3, more than KINK_REL of 1.4:
+    a kink with a bound of 1e-5, none with a bound of 0.1 (blurred slopes of a smooth function), where autograd
+    1.414 against a reference of 1.4 fails. A jump is told at the slopes' own precision (bound plus SLOPE_REL of
+    the value), not at KINK_REL: slopes 0.5513934 that match autograd to 4e-8 (bound 1e-9) against a large-step
+    reference 1e-4 off, on a bound of 2e-7 (SAFETY times it: 2e-6), are a discontinuity; with KINK_REL (5.5e-4 of
+    the value) as the margin they were a failure. Tiny slopes count: relu scaled by 1e-5 (slopes 0 and 1e-5, bound
+    1e-12) is a kink, which max(1, |slope|) hid."""
+    smooth = J.judge(t(1.414), t(1.4), CHECK, reference_bound=1e-9, slopes=(t(1.400), t(1.397), t(0.1)))
+    assert verdicts(smooth) == ["fail"]
+    kink = J.judge(t(1.414), t(1.4), CHECK, reference_bound=1e-9, slopes=(t(1.400), t(1.397), t(1e-5)))
+    assert verdicts(kink) == ["inconclusive"] and int(kink.reason[0]) == J.KINK
+    jump = J.judge(t(0.5513934), t(0.5513934 - 1e-4), CHECK, reference_bound=2e-7,
+                   slopes=(t(0.5513934 + 4e-8), t(0.5513934 + 4e-8), t(1e-9)))
+    assert verdicts(jump) == ["inconclusive"] and int(jump.reason[0]) == J.DISCONTINUITY
+    without = J.judge(t(0.5513934), t(0.5513934 - 1e-4), CHECK, reference_bound=2e-7,
+                      slopes=(t(0.5513934 + 4e-8), t(0.5513934 + 4e-8)))
+    assert verdicts(without) == ["fail"]
+    tiny = J.judge(t(0.0), t(5e-6), CHECK, reference_bound=1e-13, slopes=(t(0.0), t(1e-5), t(1e-12)))
+    assert verdicts(tiny) == ["inconclusive"] and int(tiny.reason[0]) == J.KINK
+    assert verdicts(J.judge(t(0.0), t(5e-6), CHECK, reference_bound=1e-13, slopes=(t(0.0), t(1e-5)))) == ["fail"]
+
+
 def test_a_declared_convention_between_the_slopes_resolves_a_kink():
     exp = resolve("evidence_vs_expected", "float64", scheme="ridders")
     # ledger: observed = numeric 0.5, reference = the expectation 0 (relu'(0) = 0 declared)

@@ -101,8 +101,9 @@ SAFETY = 10.0
 #: by the evidence's dtype: float64 differences reach 1e-10 relative, so 1e-3 marks a pathology (a
 #: singularity, a jump); float32 differences reach 1e-4 at best, so only 10% makes them mute
 UNINFORMATIVE = {"float64": 1e-3, "float32": 1e-1, "float16": 0.5, "bfloat16": 0.5}
-#: one-sided slopes that differ by more than this (relative to max(1, |slope|)) mark a kink; the
-#: same margin says whether a large-step reference disagrees with the local slope (a discontinuity)
+#: one-sided slopes that differ by more than this mark a kink (relative to the larger slope plus twice their
+#: rounding bound where it is known, else to max(1, |slope|)); where the bound is not known, the same margin
+#: says whether a large-step reference disagrees with the local slope (a discontinuity; else SLOPE_REL)
 KINK_REL = 1e-3
 #: one-sided slopes carry their own rounding bound (10 noise / t), which widens the kink margins; where it exceeds
 #: this fraction of the discrepancy they are to explain, they are measured again from a larger step t, at most
