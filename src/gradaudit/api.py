@@ -933,7 +933,8 @@ def _summary(f: Findings) -> str:
 def _vjp_record(problem: Problem, j: int, f: Findings, mode: str, tol: ToleranceUsed, info: Info, who: Described,
                 label: str, repro: str) -> Record:
     x = problem.inputs[j]
-    bound = max((c.allowance.evidence for c in f.comparisons(KEEP) if c.allowance), default=None)
+    kept = f.comparisons(KEEP)
+    bound = max((c.allowance.evidence for c in kept if c.allowance), default=None)
     dtype = str(x.dtype).removeprefix("torch.")
     return Record(
         suite="check", check=label, function=who.source, function_name=who.name,
@@ -942,7 +943,7 @@ def _vjp_record(problem: Problem, j: int, f: Findings, mode: str, tol: Tolerance
         method="vjp", stored_or_returned="returned", tolerance=tol, source=repro, executed=True,
         verdict=f.verdict, outcome=J.outcome(f.verdict), reason=_summary(f),  # type: ignore[arg-type]
         shape=tuple(x.shape), dtype=dtype, device=str(x.device), mode=mode,
-        evidence=_evidence(info, mode, dtype, bound), discrepancy=f.discrepancy(KEEP), rerun=repro,
+        evidence=_evidence(info, mode, dtype, bound), discrepancy=f.discrepancy(KEEP, kept), rerun=repro,
         elapsed_s=None)
 
 

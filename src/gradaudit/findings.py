@@ -264,8 +264,8 @@ class Findings:
         return Comparison(self.location(p.output, int(p.rows[i]), int(p.cols[i])), ref, obs, allowance,
                           J.NAMES[int(j.verdict[i])], kind, reason, self.reference_kind, slopes)
 
-    def discrepancy(self, keep: int) -> Discrepancy:
+    def discrepancy(self, keep: int, kept: list[Comparison] | None = None) -> Discrepancy:
         """Counts of the located comparisons (input-level ones, such as a gradient's dtype, lead the
-        kept comparisons but are not element counts)."""
+        kept comparisons but are not element counts); *kept*: ``comparisons(keep)``, where the caller has it."""
         return Discrepancy(self.total, self.failed, self.inconclusive, self.exact, self.why_inexact, self.max_abs,
-                           self.max_rel, self.at, tuple(self.comparisons(keep)))
+                           self.max_rel, self.at, tuple(self.comparisons(keep) if kept is None else kept))

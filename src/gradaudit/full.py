@@ -209,6 +209,10 @@ def _together(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Te
     could not be told from a right one by any entry's comparison."""
     import torch
 
+    if banded is None:
+        small = _together_small(problem, j, analytic, first, vs, tol)
+        if small is not None:
+            return small
     n = problem.inputs[j].numel()
     total: torch.Tensor | None = None  # sum over outputs of the weighted rows, and of |terms|
     size: torch.Tensor | None = None
@@ -244,6 +248,50 @@ def _together(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Te
         allowed.add_(tol.atol * wt.absolute)
     agree = (got - total).abs_() <= allowed.add_(resolution)
     return bool(agree.all()) or bool((agree | ~torch.isfinite(x)).all())  # held elements are not checked
+
+
+def _together_small(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None],
+                    first: torch.Tensor | None, vs: list[torch.Tensor], tol: ToleranceUsed) -> bool | None:
+    """:func:`_together` for a small float64 input (at most judge.SMALL entries in its rows of every output), in
+    Python floats: a dozen tensor operations cost more than the sums themselves. The weighted sums are
+    accumulated row by row, where the tensor path's matrix products may add in another order: the two
+    differ by a few ulps of the sum of |terms|, which the allowance's STRUCTURE_ULPS ulps of that sum
+    hold many times over (the comparison only decides whether the directional confirmation runs, and a
+    backward that errs by rounding is not one it is there to catch). None: not small."""
+    import torch
+
+    x = problem.inputs[j]
+    n = x.numel()
+    if not E.LEAN or x.dtype != torch.float64 or n * sum(o.numel() for o in problem.outputs) > J.SMALL:
+        return None
+    total = [0.0] * n  # sum over outputs of the weighted rows, and of |terms|
+    size = [0.0] * n
+    weight = absolute = 0.0  # sum over outputs of |v| max(1, |f|), and of |v| (as _weighted)
+    for k, v in enumerate(vs):
+        w = v.reshape(-1).tolist()
+        aw = [abs(a) for a in w]
+        weight += math.fsum(a * f for a, f in zip(aw, problem.f_size(k).tolist()))
+        absolute += math.fsum(aw)
+        if (j, k) not in analytic:
+            return False  # rows not built: nothing to compare with
+        block = analytic[j, k]
+        if block is None or not block.numel():
+            continue
+        for wr, awr, row in zip(w, aw, block.tolist()):
+            for c, a in enumerate(row):
+                total[c] += wr * a
+                size[c] += awr * abs(a)
+    got = [0.0] * n if first is None else first.detach().reshape(-1).to(torch.float64).tolist()
+    eps = EPS64
+    unit = ROUNDING_ULPS * eps ** (2 / 3) * weight
+    structure = STRUCTURE_ULPS * eps
+    spread = tol.atol * absolute if tol.atol else 0.0
+    values = x.detach().reshape(-1).tolist()
+    for c, (s, g, t, xs) in enumerate(zip(size, got, total, problem.x_size(j).tolist())):
+        allowed = (s + abs(g)) * structure + tol.rtol * s + spread + unit / xs
+        if not abs(g - t) <= allowed and math.isfinite(values[c]):  # held elements are not checked
+            return False
+    return True
 
 
 def _zeros(n: int) -> torch.Tensor:

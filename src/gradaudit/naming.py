@@ -164,12 +164,16 @@ def tensor_literal(t: torch.Tensor) -> str | None:
         if t.device.type != "cpu":
             text += f".to({str(t.device)!r})"
         return text + (".requires_grad_()" if t.requires_grad else "")
-    plain = t.detach().cpu()
+    on_cpu = t.is_cpu
+    plain = t.detach() if on_cpu else t.detach().cpu()
     values = plain.tolist()
-    if plain.is_floating_point() and not all(map(math.isfinite, plain.reshape(-1).tolist())):
-        return None
+    if plain.is_floating_point():
+        dim = plain.dim()
+        flat = [values] if dim == 0 else values if dim == 1 else plain.reshape(-1).tolist()
+        if not all(map(math.isfinite, flat)):
+            return None
     text = f"torch.tensor({values!r}, dtype={t.dtype}"
-    if t.device.type != "cpu":
+    if not on_cpu:
         text += f", device={str(t.device)!r}"
     return text + (", requires_grad=True)" if t.requires_grad else ")")
 
