@@ -509,7 +509,8 @@ def test_bad_input_is_a_clear_spec_error():
     (lambda g1, g2: 2 * g1 + 3 * g2 + 1e-6, True, "fail"),  # a wrong combined backward
     (lambda g1, g2: 2 * g1 + 3 * g2 + 1e-20, False, "pass"),  # far below what any entry resolves (~3e-10)
 ], ids=["drops-g2", "shifted-1e-6", "shifted-1e-20"])
-def test_a_backward_wrong_only_when_several_outputs_receive_a_gradient(together, confirmed, verdict):
+@pytest.mark.parametrize("n", [5, 30], ids=["python-floats", "tensors"])  # 5 x 10 entries: full._together_small
+def test_a_backward_wrong_only_when_several_outputs_receive_a_gradient(together, confirmed, verdict, n):
     # y1 = 2x, y2 = 3x; the backward is right for each output alone, and *together* when both grad_outputs are
     # non-zero. Full mode judges one output at a time, so every entry agrees; the combined backward is then
     # compared with the rows summed, at the resolution of the entries' own judgement: where they differ the
@@ -526,7 +527,7 @@ def test_a_backward_wrong_only_when_several_outputs_receive_a_gradient(together,
                 return together(g1, g2)
             return 2 * g1 + 3 * g2
 
-    res = ga.check(Combined.apply, (leaf(5),), mode="full")
+    res = ga.check(Combined.apply, (leaf(n),), mode="full")
     assert res.verdict == verdict
     assert res.records[0].discrepancy.mismatched == 0  # no single entry is wrong
     assert ("directional" in res.info) == confirmed
