@@ -83,11 +83,30 @@ class FastSine(torch.autograd.Function):
         return g * 300 * torch.cos(300 * x) * (1 + 1e-8)
 
 
+class ScaledPair(torch.autograd.Function):
+    """x y whose gradient for y is off by a relative 1e-8."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return x * y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        return g * y, g * x * (1 + 1e-8)
+
+
 CASES = {
     "sin, one element": (torch.sin, lambda: (t(0.7),)),
     "a scalar": (lambda x: x.exp() * 3, lambda: (s(-1.3),)),
     "atan2 of scalars": (torch.atan2, lambda: (s(0.4), s(-2.5))),
     "hypot, three outputs": (lambda a, b: (torch.hypot(a, b), a * b, (a - b).sin()), lambda: (s(1.5), s(-0.25))),
+    # several one-element inputs moved at once (directional._together in Python floats)
+    "scalars, one partial off by 1e-8": (ScaledPair.apply, lambda: (s(0.8), s(-1.9))),
+    "one-element vectors": (lambda a, b: (a * b).sin() + b, lambda: (t(0.3), t(-1.7))),
+    "three scalars at a kink": (lambda a, b, c: torch.abs(a - b) + c * a, lambda: (s(0.5), s(0.5), s(2.0))),
+    "scalars, large and small": (lambda a, b: a * a * b + 1e3 * b, lambda: (s(1e3), s(-2e-3))),
     "log near zero": (torch.log, lambda: (t(1e-3),)),
     "a large input": (lambda x: torch.sin(x) * x, lambda: (t(7.58),)),
     "a kink at zero": (torch.abs, lambda: (t(0.0),)),
@@ -137,11 +156,12 @@ def test_the_planted_bugs_fail_on_the_lean_path():
     planted bugs fail on the lean path (and so, by the test above, on the general path too)."""
     assert evaluate.LEAN
     for case in ("planted 1e-8 bug", "planted 1e-8 bug, small vector", "no gradient", "a dropped output gradient",
-                 "a fast oscillation off by 1e-8"):
+                 "a fast oscillation off by 1e-8", "scalars, one partial off by 1e-8"):
         fn, make = CASES[case]
         for mode in ("full", "directional"):
             assert ga.check(fn, make(), mode=mode).verdict == "fail", (case, mode)
-    for case in ("sin, one element", "atan2 of scalars", "hypot, three outputs", "sum of products"):
+    for case in ("sin, one element", "atan2 of scalars", "hypot, three outputs", "sum of products",
+                 "one-element vectors", "scalars, large and small"):
         fn, make = CASES[case]
         for mode in ("full", "directional"):
             assert ga.check(fn, make(), mode=mode).verdict == "pass", (case, mode)

@@ -200,13 +200,19 @@ def _scalar_preamble(x: torch.Tensor, u: torch.Tensor, g: torch.Tensor | None
     direction = torch.tensor(uv, dtype=torch.float64).reshape(x.shape)
     if g is None:
         return direction, 0.0, {"perturbation": 0.0, "dot_rounding": 0.0}
-    gv = g.item()
+    analytic, rounding = _scalar_rounding(g.item(), xv, uv)
+    return direction, analytic, rounding
+
+
+def _scalar_rounding(gv: float, xv: float, uv: float) -> tuple[float, dict[str, float]]:
+    """g u of one element and :func:`_rounding`'s terms for it, eps |g x|_2 and 4 eps |g u|, in Python floats as
+    the tensor path computes them (a one-element 2-norm is sqrt(v * v), torch's as well)."""
     gu, product = gv * uv, gv * xv
     perturbation = EPS64 * math.sqrt(product * product)
     if perturbation == math.inf:  # the square overflowed: _scaled_norm of one value is its magnitude
         perturbation = EPS64 * abs(product)
     # torch's sum starts from +0.0 (a sum of -0.0 is +0.0)
-    return direction, 0.0 + gu, {"perturbation": perturbation, "dot_rounding": 4 * EPS64 * abs(gu) * 1.0}
+    return 0.0 + gu, {"perturbation": perturbation, "dot_rounding": 4 * EPS64 * abs(gu) * 1.0}
 
 
 def _scalar_phi(problem: Problem, j: int, xv: float, uv: float, ws: list[float],
@@ -235,23 +241,31 @@ def _scalar_phi(problem: Problem, j: int, xv: float, uv: float, ws: list[float],
                 torch.set_grad_enabled(grad_was)
             if memo is not None and not memo:
                 memo[tuple(ts)] = rows
-        totals, largest = [], 0.0
-        for row in rows:
-            terms = [f * w for f, w in zip(row, ws)]
-            total, squares = 0.0 + terms[0], terms[0] * terms[0]  # torch's sums start from +0.0
-            for term in terms[1:]:
-                total, squares = total + term, squares + term * term
-            totals.append(total)
-            if squares != squares or largest != largest:  # NaN wins, as in torch's max
-                largest = math.nan
-            elif squares > largest:
-                largest = squares
-        size = largest ** 0.5
-        if size == math.inf:  # the squares overflowed: _scaled_norm on the same terms, as tensors
-            size = _scaled_norm([torch.tensor([[r[k] * ws[k]] for r in rows], dtype=torch.float64)
-                                 for k in range(len(ws))])
-        return totals, size
+        return _scalar_weighted(rows, ws)
     return phi_many
+
+
+def _scalar_weighted(rows: list[list[float]], ws: list[float]) -> tuple[list[float], float]:
+    """:func:`_weighted` for scalar outputs (*rows*: the outputs at each step), in Python floats: sum_k v_k f_k in
+    order and the largest sqrt(sum_k (v_k f_k)^2), as the tensor path sums them (in order, for at most 4 terms)."""
+    import torch
+
+    totals, largest = [], 0.0
+    for row in rows:
+        terms = [f * w for f, w in zip(row, ws)]
+        total, squares = 0.0 + terms[0], terms[0] * terms[0]  # torch's sums start from +0.0
+        for term in terms[1:]:
+            total, squares = total + term, squares + term * term
+        totals.append(total)
+        if squares != squares or largest != largest:  # NaN wins, as in torch's max
+            largest = math.nan
+        elif squares > largest:
+            largest = squares
+    size = largest ** 0.5
+    if size == math.inf:  # the squares overflowed: _scaled_norm on the same terms, as tensors
+        size = _scaled_norm([torch.tensor([[r[k] * ws[k]] for r in rows], dtype=torch.float64)
+                             for k in range(len(ws))])
+    return totals, size
 
 
 def _weighted(outs: list[torch.Tensor], ws: list[torch.Tensor]) -> tuple[list[float], float]:
@@ -515,15 +529,29 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
     # elements' sizes), and so has the joint one. Longer, its steps would carry a truncation error (length)^4 times
     # an input's own (x / y with 5 and 1 elements: 7 times, outside the evidence bound)
     length = math.sqrt(math.fsum(f * f for f in factors))
+    # one-element float64 inputs of at most 4 scalar float64 outputs: the directions, vᵀJ_j u_j, the rounding terms,
+    # the points and phi in Python floats (_scalar_preamble, _scalar_rounding, _scalar_weighted), the same IEEE
+    # operations as the tensor path; *points* holds (x_j, u_j) as floats there
+    scalars = E.LEAN and len(problem.outputs) <= 4 and all(
+        o.dtype == torch.float64 and o.numel() == 1 for o in problem.outputs) and all(
+        problem.inputs[j].dtype == torch.float64 and problem.inputs[j].numel() == 1 for j in problem.diff)
+    points: list[tuple[float, float]] = []
     for pos, j in enumerate(problem.diff):
         x = problem.inputs[j].detach()
         if (grads[pos] is None or not x.numel() or not x.is_floating_point() or held(x) is not None
                 or x.dtype != problem.inputs[problem.diff[0]].dtype):
             return None  # None gradients, empty or non-finite inputs: their own checks say what they find
         u = draws[pos]
-        size = x.abs().to(torch.float64).clamp_min(1.0)
-        drawn = max(float(torch.linalg.vector_norm(u)), 1e-300)
-        u = u * (factors[pos] / length / drawn) * size
+        if scalars:  # u * (factor / length / |u|_2) * max(1, |x|), in that order
+            xv, uv = x.item(), u.item()
+            drawn = max(math.sqrt(uv * uv), 1e-300)
+            uv = uv * (factors[pos] / length / drawn) * max(abs(xv), 1.0)
+            u = torch.tensor(uv, dtype=torch.float64).reshape(x.shape)
+            points.append((xv, uv))
+        else:
+            size = x.abs().to(torch.float64).clamp_min(1.0)
+            drawn = max(float(torch.linalg.vector_norm(u)), 1e-300)
+            u = u * (factors[pos] / length / drawn) * size
         norms.append(drawn * length / factors[pos])
         parts.append((j, x, u))
     # each direction's sign chosen so that autograd's vᵀJ_j u_j is not negative: a backward whose inputs'
@@ -531,13 +559,39 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
     # up instead of cancelling them
     for pos, (j, x, u) in enumerate(parts):
         g = grads[pos]
-        if g is not None and float((g.detach().to(torch.float64) * u).sum()) < 0:
+        if g is None:
+            continue
+        if scalars and g.numel() == 1:  # (a gradient of another shape is a metadata failure, said elsewhere)
+            if 0.0 + g.item() * points[pos][1] < 0:  # torch's sum of one product starts from +0.0
+                parts[pos] = (j, x, -u)
+                points[pos] = (points[pos][0], -points[pos][1])
+        elif float((g.detach().to(torch.float64) * u).sum()) < 0:
             parts[pos] = (j, x, -u)
     precision = str(parts[0][1].dtype).removeprefix("torch.")
     exact = dataclasses.replace(tol, rtol=0.0)  # the sum's agreement within the evidence's bound (and atol) only
-    memo: dict[tuple[float, ...], list[torch.Tensor]] = {}
+    memo: dict[tuple[float, ...], Any] = {}
+
+    def phi_scalars(ws: list[torch.Tensor]) -> Batched:
+        def phi_many(ts: list[float]) -> tuple[list[float], float]:
+            rows = memo.get(tuple(ts))
+            if rows is None:
+                evals[0] += len(ts)
+                info.setdefault("evaluation", "loop")
+                xs, rows = list(problem.inputs), []
+                with torch.no_grad():
+                    for t in ts:
+                        for (j, x, _), (xv, uv) in zip(parts, points):
+                            single = torch.scalar_tensor(xv + t * uv, dtype=torch.float64)
+                            xs[j] = single if not x.shape else single.reshape(x.shape)
+                        rows.append([o.item() for o in problem.call(*xs)])
+                memo[tuple(ts)] = rows
+            return _scalar_weighted(rows, [v.item() for v in ws])
+        return phi_many
 
     def phi_for(ws: list[torch.Tensor]) -> Batched:
+        if scalars:
+            return phi_scalars(ws)
+
         def phi_many(ts: list[float]) -> tuple[list[float], float]:
             outs = memo.get(tuple(ts))
             if outs is None:
@@ -567,14 +621,18 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
             if gs is None:  # output k does not require grad
                 continue
         analytic, perturbations, dot = [], [], 0.0
-        for (_, x, u), g in zip(parts, gs):
+        for pos, ((_, x, u), g) in enumerate(zip(parts, gs)):
             if g is None:  # no gradient reaches x_j from this output alone: vᵀJ_j u_j is 0 by autograd
                 analytic.append(0.0)
                 continue
-            g = g.detach().to(torch.float64)
-            gu = g * u
-            analytic.append(float(gu.sum()))
-            r = _rounding(g, u, x, gu)
+            if scalars and g.numel() == 1:
+                gu_sum, r = _scalar_rounding(g.item(), *points[pos])
+                analytic.append(gu_sum)
+            else:
+                g = g.detach().to(torch.float64)
+                gu = g * u
+                analytic.append(float(gu.sum()))
+                r = _rounding(g, u, x, gu)
             perturbations.append(r["perturbation"])
             dot += r["dot_rounding"]
         total = math.fsum(analytic)
