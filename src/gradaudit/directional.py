@@ -571,42 +571,30 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
     exact = dataclasses.replace(tol, rtol=0.0)  # the sum's agreement within the evidence's bound (and atol) only
     memo: dict[tuple[float, ...], Any] = {}
 
-    def phi_scalars(ws: list[torch.Tensor]) -> Batched:
-        def phi_many(ts: list[float]) -> tuple[list[float], float]:
-            rows = memo.get(tuple(ts))
-            if rows is None:
-                evals[0] += len(ts)
-                info.setdefault("evaluation", "loop")
-                xs, rows = list(problem.inputs), []
-                with torch.no_grad():
-                    for t in ts:
-                        for (j, x, _), (xv, uv) in zip(parts, points):
-                            single = torch.scalar_tensor(xv + t * uv, dtype=torch.float64)
-                            xs[j] = single if not x.shape else single.reshape(x.shape)
-                        rows.append([o.item() for o in problem.call(*xs)])
-                memo[tuple(ts)] = rows
-            return _scalar_weighted(rows, [v.item() for v in ws])
-        return phi_many
-
     def phi_for(ws: list[torch.Tensor]) -> Batched:
-        if scalars:
-            return phi_scalars(ws)
-
         def phi_many(ts: list[float]) -> tuple[list[float], float]:
-            outs = memo.get(tuple(ts))
-            if outs is None:
+            got: Any = memo.get(tuple(ts))
+            if got is None:
                 evals[0] += len(ts)
                 info.setdefault("evaluation", "loop")
-                xs, rows = list(problem.inputs), []
+                xs = list(problem.inputs)
+                rows: list[Any] = []  # per step: the outputs (their values, for scalars)
                 with torch.no_grad():
                     for t in ts:
-                        for j, x, u in parts:
-                            point = x + t * u
-                            xs[j] = (point if point.dtype == x.dtype else point.to(x.dtype)).contiguous()
-                        rows.append(problem.call(*xs))
-                outs = memo[tuple(ts)] = [torch.stack([r[k] for r in rows]).reshape(len(ts), -1).to(torch.float64)
-                                          for k in range(len(problem.outputs))]
-            return _weighted(outs, ws)
+                        for pos, (j, x, u) in enumerate(parts):
+                            if scalars:  # x + t u in Python floats, a fresh one-element tensor
+                                xv, uv = points[pos]
+                                single = torch.scalar_tensor(xv + t * uv, dtype=torch.float64)
+                                xs[j] = single if not x.shape else single.reshape(x.shape)
+                            else:
+                                point = x + t * u
+                                xs[j] = (point if point.dtype == x.dtype else point.to(x.dtype)).contiguous()
+                        out = problem.call(*xs)
+                        rows.append([o.item() for o in out] if scalars else out)
+                got = memo[tuple(ts)] = rows if scalars else [
+                    torch.stack([r[k] for r in rows]).reshape(len(ts), -1).to(torch.float64)
+                    for k in range(len(problem.outputs))]
+            return _scalar_weighted(got, [v.item() for v in ws]) if scalars else _weighted(got, ws)
         return phi_many
 
     names = ", ".join(problem.names[j] for j, _, _ in parts)
