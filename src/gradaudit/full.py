@@ -282,6 +282,8 @@ def _together_small(problem: Problem, j: int, analytic: dict[tuple[int, int], to
                 total[c] += wr * a
                 size[c] += awr * abs(a)
     got = [0.0] * n if first is None else first.detach().reshape(-1).to(torch.float64).tolist()
+    if len(got) != n:
+        return None  # (autograd's engine gives a gradient the input's shape; the tensor path says what else happens)
     eps = EPS64
     unit = ROUNDING_ULPS * eps ** (2 / 3) * weight
     structure = STRUCTURE_ULPS * eps
