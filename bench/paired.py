@@ -80,8 +80,14 @@ def main(argv: list[str] | None = None) -> int:
             from torch.autograd import gradcheck
             from torch.testing._internal.common_methods_invocations import op_db
 
-            export(args.base, Path(tmp), "gradaudit_base")
-            export(args.new, Path(tmp), "gradaudit_new")
+            try:
+                export(args.base, Path(tmp), "gradaudit_base")
+                export(args.new, Path(tmp), "gradaudit_new")
+            except subprocess.CalledProcessError as exc:
+                print(f"error: git could not export src/gradaudit at {exc.cmd[-2]!r} (expected a commit, tag or "
+                      f"HEAD of this repository; git said: {exc.stderr.decode(errors='replace').strip()}). "
+                      "Pass --base (and --new) as a revision `git log` shows.", file=sys.stderr)
+                return 2
             base, new = importlib.import_module("gradaudit_base"), importlib.import_module("gradaudit_new")
             return _run(args, base, new, op_db, opinfo, gradcheck)
         finally:  # leave the calling process as it was (the tests call main())
