@@ -293,6 +293,62 @@ def test_an_input_with_no_finite_element_is_inconclusive(mode):
 
 # -- sparse Jacobians: columns moved in groups from autograd's pattern, the pattern verified --------------
 
+class _WrongSquareAndLog(torch.autograd.Function):
+    """y0 = x0^2 with the backward 3 x0 (d/dx0 x0^2 is 2 x0), y1 = log(x1) with its true backward 1 / x1."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.stack([x[0] ** 2, torch.log(x[1])])
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return torch.stack([3 * x[0] * g[0], g[1] / x[1]])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_outputs_not_finite_at_the_point_are_not_checked_and_the_others_are(mode):
+    # log(-1) is NaN: no derivative exists there, so its row is not checked (inconclusive, named); x0^2 is
+    # finite and its row is checked: its right backward passes, one off by 3/2 fails in every mode (directional
+    # mode weighed the NaN output into vᵀf and saw only NaN: the wrong backward was inconclusive there)
+    x = torch.tensor([3.0, -1.0], dtype=F64, requires_grad=True)
+    res = ga.check(lambda x: torch.stack([x[0] ** 2, torch.log(x[1])]), (x,), mode=mode)
+    assert res.verdict == "inconclusive", res
+    assert res.records[0].discrepancy.mismatched == 0
+    assert "1 output element not finite at the point (no derivative there): its Jacobian row is not checked: " \
+           "output 0 element (1,) = nan" in res.records[0].reason
+    res = ga.check(_WrongSquareAndLog.apply, (x,), mode=mode)
+    assert res.verdict == "fail", res
+    (worst,) = [c for c in res.mismatches if c.verdict == "fail"]
+    assert worst.location.element == (0,)
+    # 2 x0 = 6 against autograd's 3 x0 = 9 (times the random output weight in directional mode)
+    assert worst.observed / worst.reference == pytest.approx(1.5, rel=1e-6)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nan_that_a_dead_output_leaks_into_a_finite_rows_gradient_fails_in_every_mode(mode):
+    # sqrt at [-1, 2, 3]: output 0 is NaN (not checked); outputs 1 and 2 do not depend on x0, so their
+    # derivative in x0 is 0, but autograd's backward gives 0 / (2 sqrt(-1)) = NaN there: a loss of the finite
+    # outputs alone gets a NaN gradient. Full mode failed it, directional mode said inconclusive
+    x = torch.tensor([-1.0, 2.0, 3.0], dtype=F64, requires_grad=True)
+    res = ga.check(torch.sqrt, (x,), mode=mode)
+    assert res.verdict == "fail", res
+    failed = [c for c in res.mismatches if c.verdict == "fail"]
+    assert failed and all(c.location.element == (0,) and math.isnan(c.observed) for c in failed)
+    assert "output 0 element (0,) = nan" in res.records[0].reason
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_output_infinite_at_the_point_is_not_checked(mode):
+    # 1 / x at [0, 1]: output 0 is inf (a pole) and is named; the NaN autograd gives x0 for output 1 (0 * -inf)
+    # fails as above
+    x = torch.tensor([0.0, 1.0], dtype=F64, requires_grad=True)
+    res = ga.check(lambda x: 1 / x, (x,), mode=mode)
+    assert res.verdict == "fail", res
+    assert "output 0 element (0,) = inf" in res.records[0].reason
+
+
 def rowwise(x):
     """One loss per row (a batch of independent items): a block-diagonal Jacobian, 8 x 40."""
     return (torch.tanh(x) * x).sum(-1)

@@ -526,18 +526,25 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
     # gradient inside a projection (y = x³ at [1e4, 1]: 1e12 against 1) nor sets the rounding of all of them.
     # A non-finite output keeps |v| in [0.5, 1.5); one above WEIGHT_SIZE is divided by that (vᵀJ stays normal)
     vs = []
+    dead: list[torch.Tensor | None] = []  # per output, its elements not finite at the point (None: all finite)
     for k, o in enumerate(problem.outputs):
         s = torch.rand(o.shape, generator=gen, dtype=torch.float64)
         if E.LEAN and s.numel() <= TINY:  # the same IEEE operations in Python floats: sign(s) (|s| + 0.5), s = 2 r - 1
-            sizes = [min(a, WEIGHT_SIZE) if a != math.inf else 1.0 for a in problem.f_size(k).tolist()]
+            raw = problem.f_size(k).tolist()
+            sizes = [min(a, WEIGHT_SIZE) if a != math.inf else 1.0 for a in raw]
             values = [(1.0 if t > 0 else -1.0 if t < 0 else 0.0) * (abs(t) + 0.5) / (a if a == a else 1.0)  # NaN: 1
                       for t, a in zip((r * 2 - 1 for r in s.reshape(-1).tolist()), sizes)]
             vs.append(torch.tensor(values, dtype=torch.float64).reshape(o.shape))
+            dead.append(None if all(a < math.inf for a in raw) else torch.tensor([not a < math.inf for a in raw]))
             continue
         s = s.mul_(2).sub_(1)
         s = s.add_(s.sign(), alpha=0.5)  # s + 0.5 sign(s): sign(s) (|s| + 0.5), rounded the same (exactly)
         size = problem.f_size(k)
-        vs.append(s.div_(torch.where(torch.isfinite(size), size.clamp_max(WEIGHT_SIZE), 1.0).reshape(o.shape)))
+        finite = torch.isfinite(size)
+        vs.append(s.div_(torch.where(finite, size.clamp_max(WEIGHT_SIZE), 1.0).reshape(o.shape)))
+        dead.append(None if bool(finite.all()) else ~finite)
+    if any(d is not None for d in dead):
+        _leave_out_dead(problem, vs, dead)
     no_input = not any(problem.inputs[j].numel() for j in problem.diff)
     no_output = not any(o.numel() for o in problem.outputs)
     empty = no_input or no_output
@@ -575,6 +582,8 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
         found = directional(problem, _generator(seed, "directional"), tol, info, vs=vs, grads=grads)
     for pos, j in enumerate(problem.diff):
         _say_held(problem, found[j], grads[pos])
+        if any(d is not None for d in dead):
+            _say_dead(problem, found[j], dead)
     records, findings = [], []
     for j in problem.diff:
         found[j].extra[:0] = extra.get(j, [])
@@ -615,6 +624,41 @@ def _zero_gradient(problem: Problem, f: Findings, g: torch.Tensor | None) -> Non
 
 
 HELD_SHOWN = 4  # non-finite elements named in a record's reason; the count is always whole
+
+
+def _leave_out_dead(problem: Problem, vs: list[torch.Tensor], dead: list[torch.Tensor | None]) -> None:
+    """Output elements that are not finite at the point have no derivative there. Where some outputs are
+    finite, the dead ones get weight 0 and are left out of every vᵀf (problem.dead): inside a weighted sum
+    their inf or NaN would make every directional derivative undefined, and the finite outputs, whose rows
+    full mode judges entry by entry, would go unchecked (sqrt at [-1, 2, 3] was a fail in full mode and
+    inconclusive in directional). Their rows are reported as not checked (:func:`_say_dead`)."""
+    if all(d is None or bool(d.all()) for d in dead):
+        return  # no output element is finite: nothing would be left to weigh
+    problem.dead = dead
+    for v, d in zip(vs, dead):
+        if d is not None:
+            v.view(-1).masked_fill_(d, 0.0)
+
+
+def _say_dead(problem: Problem, f: Findings, dead: list[torch.Tensor | None]) -> None:
+    """An inconclusive comparison naming the output elements that are not finite at the point: their
+    derivatives do not exist, so their rows are not checked, in every mode."""
+    from .findings import unravel
+
+    shown, count = [], 0
+    for k, d in enumerate(dead):
+        if d is None:
+            continue
+        at = d.nonzero().flatten()
+        count += len(at)
+        values = problem.outputs[k].detach().reshape(-1)
+        for i in at[:max(0, HELD_SHOWN - len(shown))].tolist():
+            shown.append(f"output {k} element {unravel(i, tuple(problem.outputs[k].shape))} = {float(values[i])}")
+    more = f", and {count - len(shown)} more" if count > len(shown) else ""
+    which = (f"{count} output elements not finite at the point (no derivative there): their Jacobian rows are"
+             if count != 1 else "1 output element not finite at the point (no derivative there): its Jacobian row is")
+    f.extra.append(Comparison(Location(f.name), None, None, None, "inconclusive", "not-checked",
+                              f"{which} not checked: " + "; ".join(shown) + more))
 
 
 def _say_held(problem: Problem, f: Findings, first: torch.Tensor | None) -> None:

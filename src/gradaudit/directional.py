@@ -239,6 +239,7 @@ def _scalar_phi(problem: Problem, j: int, xv: float, uv: float, ws: list[float],
                     rows.append([o.item() for o in call(*xs)])
             finally:
                 torch.set_grad_enabled(grad_was)
+            rows = _without_dead_scalars(problem, rows)
             if memo is not None and not memo:
                 memo[tuple(ts)] = rows
         return _scalar_weighted(rows, ws)
@@ -266,6 +267,23 @@ def _scalar_weighted(rows: list[list[float]], ws: list[float]) -> tuple[list[flo
         size = _scaled_norm([torch.tensor([[r[k] * ws[k]] for r in rows], dtype=torch.float64)
                              for k in range(len(ws))])
     return totals, size
+
+
+def _without_dead(problem: Problem, outs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The outputs at each step (rows), with the elements that are not finite at the point read as 0: they
+    have no derivative there and their weight is 0, but 0 times their inf or NaN at a step is NaN
+    (problem.dead, set where some outputs are finite)."""
+    if problem.dead is None:
+        return outs
+    return [o if d is None else o.masked_fill(d.reshape(1, -1), 0.0) for o, d in zip(outs, problem.dead)]
+
+
+def _without_dead_scalars(problem: Problem, rows: list[list[float]]) -> list[list[float]]:
+    """:func:`_without_dead` for scalar outputs, one list of values per step."""
+    if problem.dead is None:
+        return rows
+    dead = [d is not None for d in problem.dead]
+    return [[0.0 if gone else v for v, gone in zip(row, dead)] for row in rows]
 
 
 def _weighted(outs: list[torch.Tensor], ws: list[torch.Tensor]) -> tuple[list[float], float]:
@@ -344,8 +362,8 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
                     else:
                         t = torch.tensor(ts, dtype=torch.float64).reshape(-1, *([1] * x.dim()))
                         got = batched_outputs(problem, j, (x + t * u).to(x.dtype), info)
-                outs = [o.reshape(len(ts), -1) if o.dtype == torch.float64 else o.to(torch.float64).reshape(len(ts), -1)
-                        for o in got]
+                outs = _without_dead(problem, [o.reshape(len(ts), -1) if o.dtype == torch.float64
+                                               else o.to(torch.float64).reshape(len(ts), -1) for o in got])
                 if memo is not None and not memo:
                     memo[tuple(ts)] = outs
             return _weighted(outs, ws)
@@ -591,9 +609,9 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
                                 xs[j] = (point if point.dtype == x.dtype else point.to(x.dtype)).contiguous()
                         out = problem.call(*xs)
                         rows.append([o.item() for o in out] if scalars else out)
-                got = memo[tuple(ts)] = rows if scalars else [
+                got = memo[tuple(ts)] = _without_dead_scalars(problem, rows) if scalars else _without_dead(problem, [
                     torch.stack([r[k] for r in rows]).reshape(len(ts), -1).to(torch.float64)
-                    for k in range(len(problem.outputs))]
+                    for k in range(len(problem.outputs))])
             return _scalar_weighted(got, [v.item() for v in ws]) if scalars else _weighted(got, ws)
         return phi_many
 

@@ -69,6 +69,9 @@ class Problem:
     point: tuple[list[Any], list[torch.Tensor]] | None = None  # leaves and outputs of the first forward (its graph)
     needs_grad: bool = False  # differentiates inside (fails with gradients off): evaluated with them on
     meta: Any = None  # the records' description of the inputs (made once by the caller)
+    # per output, the flat elements that are not finite at the point (None: every one is), when some but not all
+    # are: directional phi leaves them out (their weight is 0 and their value at every step reads 0)
+    dead: list[torch.Tensor | None] | None = None
 
     def call(self, *xs: torch.Tensor) -> list[torch.Tensor]:
         """The function's outputs as a list; its exceptions become EvaluationError('function').
