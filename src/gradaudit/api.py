@@ -645,7 +645,8 @@ def _say_dead(problem: Problem, f: Findings, dead: list[torch.Tensor | None]) ->
     derivatives do not exist, so their rows are not checked, in every mode."""
     from .findings import unravel
 
-    shown, count = [], 0
+    shown: list[str] = []
+    count = 0
     for k, d in enumerate(dead):
         if d is None:
             continue
