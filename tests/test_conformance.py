@@ -349,6 +349,34 @@ def test_an_output_infinite_at_the_point_is_not_checked(mode):
     assert "output 0 element (0,) = inf" in res.records[0].reason
 
 
+class _HalvedFloat32Sin(torch.autograd.Function):
+    """sin computed and returned in float32, with a backward of cos / 2 (the derivative is cos)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.float().sin()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g.to(x.dtype) * torch.cos(x) / 2
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("fn", [lambda x: x.float().sin(), lambda x: x.bfloat16() * 3], ids=["float32", "bfloat16"])
+def test_an_output_less_precise_than_float64_is_judged_at_its_own_precision(mode, fn):
+    # a float64 input, a float32 or bfloat16 output: each value is rounded at the output's eps (6e-8, 4e-3), so
+    # no step resolves the default tolerance (rtol 1e-10): inconclusive in every mode. Directional mode judged
+    # its small steps' quotients at float64's rounding and FAILED these right gradients
+    x = torch.linspace(0.3, 1.7, 6, dtype=F64, requires_grad=True)
+    res = ga.check(fn, (x,), mode=mode)
+    assert res.verdict == "inconclusive", res
+    assert res.records[0].discrepancy.mismatched == 0
+    # a gradient wrong by a factor 2 is far outside even that evidence: it fails
+    assert ga.check(_HalvedFloat32Sin.apply, (x,), mode=mode).verdict == "fail"
+
+
 def rowwise(x):
     """One loss per row (a batch of independent items): a block-diagonal Jacobian, 8 x 40."""
     return (torch.tanh(x) * x).sum(-1)

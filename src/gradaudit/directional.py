@@ -66,8 +66,27 @@ def ridders_scalar(phi_many: Batched, h0: float = 1e-2) -> tuple[float, float, i
     scale = max([size] + [abs(v) for v in values])
     cols = [(values[2 * c] - values[2 * c + 1]) / (2 * ts[2 * c]) for c in range(RIDDERS_COLUMNS)]
     best, err, used = ridders_tableau(cols)
-    rounding = 1.04 * EPS64 * scale
+    rounding = 1.04 * EPS64 * _unit(phi_many) * scale
     return best, err + rounding / ts[2 * (used - 1)], len(ts), rounding
+
+
+def _unit(phi_many: Batched) -> float:
+    """The rounding unit of phi's terms against float64's: the eps of its least precise output over float64's
+    (set on phi_many by :func:`_with_unit`; 1 where every output is float64). A float32 or bfloat16 output of
+    a float64 function rounds each term at its own eps, and judged at float64's the small steps' quotients
+    of a step function (0, or a jump) were evidence fine enough to FAIL a right gradient."""
+    return getattr(phi_many, "unit", 1.0)
+
+
+def _with_unit(phi_many: Batched, problem: Problem) -> Batched:
+    """*phi_many*, marked with the rounding unit of the problem's outputs (:func:`_unit`)."""
+    import torch
+
+    eps = max((torch.finfo(o.dtype).eps for o in problem.outputs if o.is_floating_point() or o.is_complex()),
+              default=EPS64)
+    if eps > EPS64:
+        phi_many.unit = eps / EPS64  # type: ignore[attr-defined]
+    return phi_many
 
 
 def scalar_batch(phi: Callable[[float], float]) -> Batched:
@@ -85,7 +104,7 @@ def quick_stage(phi_many: Batched, scale: float, perturbation: float) -> tuple[f
     values, size = phi_many([h, -h, 2 * h, -2 * h])
     d1 = (values[0] - values[1]) / (2 * h)
     d2 = (values[2] - values[3]) / (4 * h)
-    err = 1.5 * EPS64 * (size + perturbation) / h  # (4 (1/h) + 1/(2h)) / 3 ulps of phi
+    err = 1.5 * EPS64 * (_unit(phi_many) * size + perturbation) / h  # (4 (1/h) + 1/(2h)) / 3 ulps of phi
     value = (4 * d1 - d2) / 3
     return value, err, max(1.0, size) / scale, float(truncation(d1 - d2, value))
 
@@ -114,7 +133,7 @@ def _one_sided(phi_many: Batched, t: float, perturbation: float, resolve: float,
         used += 5
         slope_left = 2 * ((zero - half_left) / (t / 2)) - (zero - left) / t
         slope_right = 2 * ((half_right - zero) / (t / 2)) - (right - zero) / t
-        noise = 10 * EPS64 * (size + perturbation) / t
+        noise = 10 * EPS64 * (_unit(phi_many) * size + perturbation) / t
         if used > 5 or t >= cap or not noise > resolve:
             break
         t = min(t * noise / resolve, cap)  # the bound scales as 1 / t
@@ -172,6 +191,13 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                              slopes=pair, precision=precision)
             result["slopes"] = (float(pair[0]), float(pair[1]))
             result["evaluations"] += used
+    if _unit(phi_many) > 1 and _unresolved(judged, result["error_bound"], result["numeric"], tol, precision):
+        # an output less precise than float64: no step resolves the default tolerance's promise (a backward
+        # off by 1e-8 fails), and full mode's entries say coarse there; a pass would promise it
+        import torch
+
+        judged = dataclasses.replace(judged, verdict=torch.tensor(J.INCONCLUSIVE, dtype=torch.int8),
+                                     reason=torch.tensor(J.COARSE, dtype=torch.int8), all_pass=False)
     result.update(verdict=int(judged.verdict), reason=int(judged.reason), allowed=_allowed(judged),
                   judged=judged, observed=analytic)
     return result
@@ -243,7 +269,7 @@ def _scalar_phi(problem: Problem, j: int, xv: float, uv: float, ws: list[float],
             if memo is not None and not memo:
                 memo[tuple(ts)] = rows
         return _scalar_weighted(rows, ws)
-    return phi_many
+    return _with_unit(phi_many, problem)
 
 
 def _scalar_weighted(rows: list[list[float]], ws: list[float]) -> tuple[list[float], float]:
@@ -367,7 +393,7 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
                 if memo is not None and not memo:
                     memo[tuple(ts)] = outs
             return _weighted(outs, ws)
-        return phi_many
+        return _with_unit(phi_many, problem)
 
     alone: dict[int, tuple[torch.Tensor | None, ...] | None] = {}
 
@@ -613,7 +639,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
                     torch.stack([r[k] for r in rows]).reshape(len(ts), -1).to(torch.float64)
                     for k in range(len(problem.outputs))])
             return _scalar_weighted(got, [v.item() for v in ws]) if scalars else _weighted(got, ws)
-        return phi_many
+        return _with_unit(phi_many, problem)
 
     names = ", ".join(problem.names[j] for j, _, _ in parts)
     found = []
