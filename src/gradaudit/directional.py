@@ -151,6 +151,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     """
 
     obs = float(analytic)
+    clash = False  # Ridders from smaller steps disagreed with the larger ones' estimate beyond its bound
     quick, err, natural, trunc = quick_stage(phi_many, scale, perturbation)
     judged = J.judge(obs, quick, tol, observed_bound=dot_rounding,
                      reference_bound=err, scale=natural, precision=precision)
@@ -161,6 +162,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
         judged = J.judge(obs, numeric, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
                          precision=precision)
         result = {"numeric": numeric, "error_bound": err, "scheme": "ridders", "evaluations": 4 + used}
+        first = (numeric, err, h0)  # the largest steps' estimate: a staircase's quanta grow as 1 / h below them
         pair = None
         shrinks = 0
         while True:
@@ -174,6 +176,14 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                 h0 /= 10
                 again, err2, used2, rounding2 = ridders_scalar(phi_many, h0)
                 result["evaluations"] += used2
+                if (((pair is not None and float(pair[0]) == 0.0 == float(pair[1])) or again == 0.0)
+                        and math.isfinite(again) and math.isfinite(err) and err2 < err
+                        and abs(again - numeric) > SAFETY * err):
+                    # flat at the small step's scale (a staircase), or steps below its stairs (exactly 0, where the
+                    # larger steps saw a slope): a finer estimate outside the coarser one's allowance is the smaller
+                    # steps' error (full._shrink)
+                    clash = True
+                    continue
                 if not (math.isfinite(again) and math.isfinite(err2)) or (math.isfinite(err) and err2 >= err):
                     continue  # (its rounding is not kept: steps that reach a pole see values far from phi's own)
                 numeric, err, rounding = again, err2, rounding2
@@ -191,7 +201,17 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                              slopes=pair, precision=precision)
             result["slopes"] = (float(pair[0]), float(pair[1]))
             result["evaluations"] += used
-    if _unit(phi_many) > 1 and _unresolved(judged, result["error_bound"], result["numeric"], tol, precision):
+        if (pair is not None and float(pair[0]) == 0.0 == float(pair[1]) and int(judged.verdict) == J.FAIL
+                and first[0] != numeric and math.isfinite(first[1])):
+            # flat at the small step's scale (a staircase: a lower-precision cast inside) and failed on an estimate
+            # from smaller steps, taken before the slopes showed the staircase: judged on the largest steps'
+            redo = J.judge(obs, first[0], tol, observed_bound=dot_rounding, reference_bound=first[1], scale=natural,
+                           slopes=pair, precision=precision)
+            if int(redo.verdict) != J.FAIL:
+                judged, clash = redo, True
+                result.update(numeric=first[0], error_bound=first[1], scheme=f"ridders from h0 = {first[2]:.1e} "
+                              "(smaller steps disagree with it beyond its bound: a staircase at their scale)")
+    if (_unit(phi_many) > 1 or clash) and _unresolved(judged, result["error_bound"], result["numeric"], tol, precision):
         # an output less precise than float64: no step resolves the default tolerance's promise (a backward
         # off by 1e-8 fails), and full mode's entries say coarse there; a pass would promise it
         import torch

@@ -21,6 +21,7 @@ plus one chunk of numeric columns.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -1037,6 +1038,7 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
     from .numeric import RIDDERS_BASE
 
     base = RIDDERS_BASE
+    clash: torch.Tensor | None = None  # (w, M): entries whose smaller steps disagreed with their larger ones
     for _ in range(SHRINKS):
         undecided = torch.isin(judged.reason.expand_as(judged.verdict), torch.tensor(UNDECIDED))
         undecided |= _unresolved(problem, j, judged, bound.T, tol)
@@ -1053,12 +1055,33 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
         (v2, b2) = ridders_columns(problem, j, part[cols], info, base=base)[k]  # (w', M)
         better = (b2 < bound[cols]) | ~torch.isfinite(bound[cols])
         better &= torch.isfinite(v2) & torch.isfinite(b2)
+        # a finer estimate is kept only inside the coarser one's allowance: where it falls outside, one of the two
+        # bounds is wrong, and it is the smaller steps' (rounding and a staircase's quanta grow as 1 / h: a float32
+        # cast inside a float64 function gave 0.41828 +- 6e-9 from h0 = 1e-5 for a slope of 0.41759, and failed)
+        # Only where the one-sided slopes are both exactly 0 (flat at the small step's scale: a staircase); near a
+        # singularity they are not, and there the larger steps' bound is what underestimates (their truncation)
+        # (or steps below the stairs: an estimate of exactly 0 where the larger steps saw a slope)
+        left, right, _ = sides
+        flat = (v2 == 0) | (((left[cols] == 0) & (right[cols] == 0)).reshape(v2.shape) if left.numel() else False)
+        outside = better & flat & ((v2 - value[cols]).abs() > SAFETY * bound[cols]) & torch.isfinite(bound[cols])
+        clash = torch.zeros_like(bound, dtype=torch.bool) if clash is None else clash
+        clash[cols] |= outside
+        better &= ~outside
         value, bound = value.clone(), bound.clone()
         value[cols] = torch.where(better, v2, value[cols])
         bound[cols] = torch.where(better, b2, bound[cols])
         left, right, noise = sides
         judged = J.judge(obs, value.T, tol, reference_bound=bound.T, scale=_scale(problem, j, k, part),
                          slopes=(left.T, right.T, noise.T), precision=_precision(problem, j))
+    if clash is not None and bool(clash.any()):
+        # a pass the smaller steps could not refine, because they disagree with the larger ones beyond the
+        # bounds: the function is not smooth at their scale, and the default tolerance's promise is not kept
+        weak = clash.T & _unresolved(problem, j, judged, bound.T, tol)
+        if bool(weak.any()):
+            shape = judged.verdict.shape
+            judged = dataclasses.replace(
+                judged, verdict=torch.where(weak, J.INCONCLUSIVE, judged.verdict.expand(shape)).to(torch.int8),
+                reason=torch.where(weak, J.COARSE, judged.reason.expand(shape)).to(torch.int8), all_pass=False)
     return value, bound, judged
 
 
