@@ -497,6 +497,45 @@ def test_check_module_blames_a_parameter_used_through_data():
     assert blamed == {"scale"}, res.report()
 
 
+class _Masked(torch.nn.Module):
+    """y = (w x) * mask * scale: a forward with keyword arguments; d/dw of sum(y) is outer(mask * scale, x)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=F64))
+        self.seen = []
+
+    def forward(self, x, *, mask=None, scale=1.0):
+        self.seen.append((mask is not None, scale))
+        y = self.w @ x
+        return (y if mask is None else y * mask) * scale
+
+
+def test_check_module_passes_keyword_arguments_to_the_forward():
+    model = _Masked()
+    x = torch.tensor([0.5, -1.0], dtype=F64)
+    mask = torch.tensor([1.0, 0.0], dtype=F64)
+    res = ga.check_module(model, (x,), lambda y: y.sum(), kwargs={"mask": mask, "scale": 3.0}, mode="full")
+    assert res.ok, res
+    assert set(model.seen) == {(True, 3.0)}  # every evaluation got them
+    assert "kwargs=kwargs" in res.rerun
+    # a backward that ignored the mask would give outer((3, 3), x); the expectation is outer((3, 0), x)
+    expected = torch.outer(mask * 3.0, x)
+    res = ga.check_module(model, (x,), lambda y: y.sum(), kwargs={"mask": mask, "scale": 3.0},
+                          expected=[expected])
+    assert res.ok, res
+    with pytest.raises(ga.SpecError, match="kwargs must be a dict"):
+        ga.check_module(model, (x,), kwargs=[("scale", 3.0)])
+
+
+def test_check_module_of_attention_with_keyword_arguments():
+    torch.manual_seed(0)
+    attention = torch.nn.MultiheadAttention(4, 2, batch_first=True).double()
+    q = torch.randn(1, 3, 4, dtype=F64)
+    res = ga.check_module(attention, (q, q, q), lambda out: out[0].square().sum(), kwargs={"need_weights": False})
+    assert res.ok, res
+
+
 def test_bad_input_is_a_clear_spec_error():
     with pytest.raises(ga.SpecError, match="requires_grad=True"):
         ga.check(torch.sin, (torch.ones(3),))

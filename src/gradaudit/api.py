@@ -1041,11 +1041,13 @@ def assert_gradients(fn: Callable[..., Any], inputs: Sequence[Any] | Any, **kwar
 
 
 def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[..., Any] | None = None, *,
-                 mode: Mode = "auto", seed: int = 0, **kwargs: Any) -> CheckResult:
+                 mode: Mode = "auto", seed: int = 0, kwargs: Mapping[str, Any] | None = None,
+                 **options: Any) -> CheckResult:
     """Check the gradients of *model*'s parameters (by name) via ``torch.func.functional_call``.
 
-    With *loss_fn*, the checked function is ``loss_fn(model(*inputs))``; without it, the
-    model's output itself. Mismatches name the parameter and element, e.g. ``l1.weight[2, 1]``.
+    With *loss_fn*, the checked function is ``loss_fn(model(*inputs, **kwargs))``; without it, the
+    model's output itself. *kwargs* are keyword arguments of the forward (a mask, ``need_weights``),
+    passed unchanged. Mismatches name the parameter and element, e.g. ``l1.weight[2, 1]``.
     """
     import torch
 
@@ -1055,6 +1057,10 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
     if loss_fn is not None and not callable(loss_fn):
         raise SpecError(f"loss_fn must be callable; got {type(loss_fn).__name__}.", field="loss_fn")
     args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    if kwargs is not None and not (isinstance(kwargs, Mapping) and all(isinstance(k, str) for k in kwargs)):
+        raise SpecError(f"kwargs must be a dict of keyword arguments for the model's forward, e.g. "
+                        f"{{'need_weights': False}}; got {kwargs!r}.", field="kwargs")
+    forward_kwargs = dict(kwargs or {})
     params = {n: p for n, p in model.named_parameters() if p.requires_grad}
     if not params:
         raise SpecError("the module has no parameters that require grad.", field="model")
@@ -1066,23 +1072,24 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
         # fresh copies of the buffers at every evaluation: batch norm in train() mode updates its running
         # statistics in place, and neither the model nor the next evaluation may see that
         state = {**{n: b.clone() for n, b in buffers.items()}, **dict(zip(names, values))}
-        out = torch.func.functional_call(model, state, args)
+        out = torch.func.functional_call(model, state, args, forward_kwargs)
         return loss_fn(out) if loss_fn is not None else out
 
     tensors = tuple(p.detach().clone().requires_grad_(True) for p in params.values())
     known = ("tolerance", "forward_ad", "order", "expected", "nondet_tol", "name", "timeout")
-    unknown = sorted(set(kwargs) - set(known))
-    _refuse_unknown({k: kwargs[k] for k in unknown}, "ga.check_module")
-    tolerance, nondet_tol = kwargs.get("tolerance"), kwargs.get("nondet_tol")
-    forward_ad, order, name = kwargs.get("forward_ad", False), kwargs.get("order", 1), kwargs.get("name")
-    _validate(model, mode, order, seed, tolerance, nondet_tol, forward_ad, name, kwargs.get("timeout"))
+    unknown = sorted(set(options) - set(known))
+    _refuse_unknown({k: options[k] for k in unknown}, "ga.check_module")
+    tolerance, nondet_tol = options.get("tolerance"), options.get("nondet_tol")
+    forward_ad, order, name = options.get("forward_ad", False), options.get("order", 1), options.get("name")
+    _validate(model, mode, order, seed, tolerance, nondet_tol, forward_ad, name, options.get("timeout"))
     who = describe(model)
-    call = "ga.check_module(model, inputs" + (", loss_fn" if loss_fn is not None else "")
+    call = ("ga.check_module(model, inputs" + (", loss_fn" if loss_fn is not None else "")
+            + (", kwargs=kwargs" if forward_kwargs else ""))
     extra = {k: v for k, v in _options(mode, seed, forward_ad, order).items() if v is not None}
     repro = call + "".join(f", {k}={v!r}" for k, v in extra.items()) + f")  # model: {who.name}"
     return _check(fn, tensors, who=who, repro=repro, mode=mode, tolerance=tolerance, forward_ad=forward_ad,
-                  order=order, seed=seed, names=names, expected=kwargs.get("expected"), nondet_tol=nondet_tol,
-                  name=name or f"{who.name} parameters", timeout=kwargs.get("timeout"))
+                  order=order, seed=seed, names=names, expected=options.get("expected"), nondet_tol=nondet_tol,
+                  name=name or f"{who.name} parameters", timeout=options.get("timeout"))
 
 
 __all__ = ["CheckResult", "assert_gradients", "check", "check_module"]
