@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -41,3 +42,17 @@ def ledger(tmp_path: Path):
         return path
 
     return write
+
+
+@pytest.fixture
+def bench_script():
+    """Load a script of bench/ as a module: bench_script("paired").main([...])."""
+    root = Path(__file__).resolve().parent.parent
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(f"_bench_{name}", root / "bench" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load

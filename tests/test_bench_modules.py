@@ -5,26 +5,15 @@ before outputs not finite at the point were left out of vᵀf)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
 
-
-def _modules():
-    spec = importlib.util.spec_from_file_location("_modules_bench", ROOT / "bench" / "modules.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_module_sweep_agrees_with_gradcheck_on_linear_and_lppool(tmp_path, capsys):
+def test_the_module_sweep_agrees_with_gradcheck_on_linear_and_lppool(tmp_path, capsys, bench_script):
     threads = torch.get_num_threads()
     out = tmp_path / "modules.jsonl"
-    assert _modules().main(["--modules", "nn.Linear,nn.LPPool1d", "--inputs", "1", "--out", str(out)]) == 0
+    assert bench_script("modules").main(["--modules", "nn.Linear,nn.LPPool1d", "--inputs", "1", "--out", str(out)]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     linear = [r for r in rows if r["module"] == "nn.Linear"]
     assert linear and all((r["gradcheck"], r["auto"], r["directional"]) == ("pass", "pass", "pass")
@@ -34,4 +23,4 @@ def test_the_module_sweep_agrees_with_gradcheck_on_linear_and_lppool(tmp_path, c
     assert all((r["gradcheck"], r["auto"], r["directional"]) == ("fail", "fail", "fail") for r in pool), pool
     assert "| pass | pass | pass |" in capsys.readouterr().out
     assert torch.get_num_threads() == threads
-    assert _modules().main(["--modules", "nn.NoSuchModule"]) == 2
+    assert bench_script("modules").main(["--modules", "nn.NoSuchModule"]) == 2

@@ -3,7 +3,6 @@ itself finds no verdict or evaluation that differs and prints its table (its tim
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -16,20 +15,13 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _paired():
-    spec = importlib.util.spec_from_file_location("_paired_bench", ROOT / "bench" / "paired.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-def test_an_a_a_comparison_finds_the_same_verdicts_and_prints_its_table(capsys):
+def test_an_a_a_comparison_finds_the_same_verdicts_and_prints_its_table(capsys, bench_script):
     inside = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--is-inside-work-tree"], capture_output=True)
     if inside.returncode != 0:
         pytest.skip("not a git checkout")
     threads, path = torch.get_num_threads(), list(sys.path)
-    status = _paired().main(["--base", "HEAD", "--new", "HEAD", "--ops", "atan2,mul", "--fingerprint",
+    status = bench_script("paired").main(["--base", "HEAD", "--new", "HEAD", "--ops", "atan2,mul", "--fingerprint",
                              "--repeat", "1"])
     out = capsys.readouterr().out
     assert status == 0, out
