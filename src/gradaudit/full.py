@@ -1038,6 +1038,7 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
     from .numeric import RIDDERS_BASE
 
     base = RIDDERS_BASE
+    left, right, noise = sides
     clash: torch.Tensor | None = None  # (w, M): entries whose smaller steps disagreed with their larger ones
     for _ in range(SHRINKS):
         undecided = torch.isin(judged.reason.expand_as(judged.verdict), torch.tensor(UNDECIDED))
@@ -1055,13 +1056,11 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
         (v2, b2) = ridders_columns(problem, j, part[cols], info, base=base)[k]  # (w', M)
         better = (b2 < bound[cols]) | ~torch.isfinite(bound[cols])
         better &= torch.isfinite(v2) & torch.isfinite(b2)
-        # a finer estimate is kept only inside the coarser one's allowance: where it falls outside, one of the two
-        # bounds is wrong, and it is the smaller steps' (rounding and a staircase's quanta grow as 1 / h: a float32
-        # cast inside a float64 function gave 0.41828 +- 6e-9 from h0 = 1e-5 for a slope of 0.41759, and failed)
-        # Only where the one-sided slopes are both exactly 0 (flat at the small step's scale: a staircase); near a
-        # singularity they are not, and there the larger steps' bound is what underestimates (their truncation)
-        # (or steps below the stairs: an estimate of exactly 0 where the larger steps saw a slope)
-        left, right, _ = sides
+        # On a staircase (a float32 cast inside a float64 function: one-sided slopes both exactly 0, or an estimate
+        # of exactly 0 from steps below the stairs where the larger steps saw a slope) a finer estimate is kept only
+        # inside the coarser one's allowance: the quanta grow as 1 / h while the bound, from float64's rounding,
+        # does not (0.41828 +- 6e-9 from h0 = 1e-5 for a slope of 0.41759 failed). Elsewhere, near a singularity,
+        # it is the larger steps' bound that underestimates (their truncation), and the finer estimate stands
         flat = (v2 == 0) | (((left[cols] == 0) & (right[cols] == 0)).reshape(v2.shape) if left.numel() else False)
         outside = better & flat & ((v2 - value[cols]).abs() > SAFETY * bound[cols]) & torch.isfinite(bound[cols])
         clash = torch.zeros_like(bound, dtype=torch.bool) if clash is None else clash
@@ -1070,7 +1069,6 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
         value, bound = value.clone(), bound.clone()
         value[cols] = torch.where(better, v2, value[cols])
         bound[cols] = torch.where(better, b2, bound[cols])
-        left, right, noise = sides
         judged = J.judge(obs, value.T, tol, reference_bound=bound.T, scale=_scale(problem, j, k, part),
                          slopes=(left.T, right.T, noise.T), precision=_precision(problem, j))
     if clash is not None and bool(clash.any()):
