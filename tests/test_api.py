@@ -526,6 +526,9 @@ def test_check_module_passes_keyword_arguments_to_the_forward():
     assert res.ok, res
     with pytest.raises(ga.SpecError, match="kwargs must be a dict"):
         ga.check_module(model, (x,), kwargs=[("scale", 3.0)])
+    # a forward keyword given directly is refused, and the message says where it goes
+    with pytest.raises(ga.SpecError, match=r"no argument 'mask'; it takes loss_fn, .*kwargs \(for the forward\)"):
+        ga.check_module(model, (x,), mask=mask)
 
 
 def test_check_module_of_attention_with_keyword_arguments():

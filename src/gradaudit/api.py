@@ -440,15 +440,16 @@ GRADCHECK_ARGUMENTS = {
 }
 
 
-def _refuse_unknown(unknown: Mapping[str, Any], api: str) -> None:
+def _refuse_unknown(unknown: Mapping[str, Any], api: str,
+                    takes: str = "mode, tolerance, forward_ad, order, seed, names, expected, nondet_tol, name, "
+                                 "timeout and kwargs") -> None:
     if not unknown:
         return
     arg = sorted(unknown)[0]
     hint = GRADCHECK_ARGUMENTS.get(arg)
     if hint:
         raise SpecError(f"{api} has no argument {arg!r} (it is torch.autograd.gradcheck's): {hint}.", field=arg)
-    raise SpecError(f"{api} has no argument {arg!r}; it takes mode, tolerance, forward_ad, order, seed, names, "
-                    "expected, nondet_tol, name, timeout and kwargs.", field=arg)
+    raise SpecError(f"{api} has no argument {arg!r}; it takes {takes}.", field=arg)
 
 
 def _options(mode: str, seed: int, forward_ad: bool, order: int) -> dict[str, Any]:
@@ -1078,7 +1079,9 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
     tensors = tuple(p.detach().clone().requires_grad_(True) for p in params.values())
     known = ("tolerance", "forward_ad", "order", "expected", "nondet_tol", "name", "timeout")
     unknown = sorted(set(options) - set(known))
-    _refuse_unknown({k: options[k] for k in unknown}, "ga.check_module")
+    _refuse_unknown({k: options[k] for k in unknown}, "ga.check_module",
+                    "loss_fn, mode, seed, kwargs (for the forward), tolerance, forward_ad, order, expected, "
+                    "nondet_tol, name and timeout")
     tolerance, nondet_tol = options.get("tolerance"), options.get("nondet_tol")
     forward_ad, order, name = options.get("forward_ad", False), options.get("order", 1), options.get("name")
     _validate(model, mode, order, seed, tolerance, nondet_tol, forward_ad, name, options.get("timeout"))
