@@ -7,7 +7,7 @@ the same function with the parameters passed in (``torch.func.functional_call``,
 buffers per call: gradaudit works on copies). Verdicts only: a per-call time cap (``--cap``), no timing
 is reported.
 
-    python bench/modules.py --out modules.jsonl            # every module, 4 inputs each (about 10 minutes)
+    python bench/modules.py --out modules.jsonl            # every module, 4 inputs each (10-13 minutes)
     python bench/modules.py --modules nn.LPPool1d,nn.Linear --inputs 2
 
 It prints the verdict table and every case where a verdict differs between the tools or the modes.
