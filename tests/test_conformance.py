@@ -952,6 +952,73 @@ def test_ridders_from_smaller_steps_does_not_turn_a_staircase_into_a_failure(mod
     assert ga.check(_DoubledFloat32Sin.apply, (x,), mode=mode).verdict == "fail"
 
 
+class _DoubledFloat32Exp(torch.autograd.Function):
+    """exp computed in float32 inside a float64 function, with a backward of 2 exp (the derivative is exp)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.float().exp().double()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 2 * torch.exp(x)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("fn, at", [(lambda x: x.float().exp().double(), 0.02772364097281832),
+                                    (lambda x: (x.float() ** 2).double(), 0.8914319582366361)],
+                         ids=["exp32", "square32"])
+def test_a_coarse_pass_on_a_staircase_is_inconclusive_in_every_mode(mode, fn, at):
+    """exp (or x^2) computed in float32 and returned in float64. The backward is float32's: exp(0.0277) rounded to
+    float32 is 6e-8 below the float64 derivative, beyond the promise that a backward rounded through float32 does
+    not pass. Ridders from steps of 1e-2 averages the stairs (output quanta of 1.2e-7 over steps of 1e-2: about 8e-6
+    relative), and no smaller step refines it; full mode passed on that coarse bound and directional mode said
+    inconclusive. A pass coarser than 1e-8 of the value now stands only where the one-sided slopes at 1.5e-8 show
+    a smooth function; here they are flat or jump by a stair, so both modes say inconclusive and name the cause.
+    A backward off by 2 fails at 0.5, where the slopes are flat (at 0.0277 they jump by a stair, (0, 24): that
+    reads as a kink, and a kink's gradient is inconclusive whatever its value)."""
+    x = torch.tensor([at], dtype=F64, requires_grad=True)
+    res = ga.check(fn, (x,), mode=mode)
+    assert res.verdict == "inconclusive", res
+    assert "not differentiable at the small step's scale" in str(res) or "too large against the value" in str(res)
+    half = torch.tensor([0.5], dtype=F64, requires_grad=True)
+    assert ga.check(_DoubledFloat32Exp.apply, (half,), mode=mode).verdict == "fail"
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("fn, at, off", [(torch.tan, 1.5707963267948966 - 1e-3, 1e-6), (torch.sqrt, 3e-6, 1e-4)],
+                         ids=["tan-near-pole", "sqrt-near-0"])
+def test_a_smooth_function_near_a_singularity_still_passes_after_the_slopes_are_asked(mode, fn, at, off):
+    """The other side of the rule above: near a pole of tan (1e-3 away) or sqrt at 3e-6, Ridders' bound may stay
+    coarser than 1e-8 of the value and the slopes are asked; they agree with each other (the function is smooth
+    at 1.5e-8), so the right backward passes, and a wrong one still fails: off by 1e-6 for tan, by 1e-4 for sqrt
+    3e-6 from its singularity (there the slopes' own extrapolation error at 1.5e-8, (t / x)^2 of 2.5e-5, leaves a
+    1e-6 error inconclusive, as before this rule)."""
+    x = torch.tensor([at], dtype=F64, requires_grad=True)
+    assert ga.check(fn, (x,), mode=mode).verdict == "pass"
+    assert ga.check(_off(fn, off), (x,), mode=mode).verdict == "fail"
+
+
+def _off(fn, rel):
+    """*fn* with a backward off by the relative amount *rel*."""
+    class Off(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return fn(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            with torch.enable_grad():
+                y = x.detach().requires_grad_(True)
+                (d,) = torch.autograd.grad(fn(y), y, g)
+            return d * (1 + rel)
+    return Off.apply
+
+
 class SumOfSquares(torch.autograd.Function):
     """sum(x^2), whose backward is 2 x (1 + rel)."""
 

@@ -152,6 +152,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
 
     obs = float(analytic)
     clash = False  # Ridders from smaller steps disagreed with the larger ones' estimate beyond its bound
+    pair = None  # the one-sided slopes, where measured
     quick, err, natural, trunc = quick_stage(phi_many, scale, perturbation)
     judged = J.judge(obs, quick, tol, observed_bound=dot_rounding,
                      reference_bound=err, scale=natural, precision=precision)
@@ -211,6 +212,19 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                 judged, clash = redo, True
                 result.update(numeric=first[0], error_bound=first[1], scheme=f"ridders from h0 = {first[2]:.1e} "
                               "(smaller steps disagree with it beyond its bound: a staircase at their scale)")
+    if result["scheme"] != "richardson (h, 2h)" and _unresolved(judged, result["error_bound"], result["numeric"], tol,
+                                                                  precision):
+        # a pass of Ridders coarser than the promise stands only where the slopes show a smooth function (J.rough),
+        # as in full mode (full._shrink): a staircase is not differentiable at the small step's scale
+        import torch
+
+        if pair is None:
+            pair, used = _one_sided(phi_many, EPS64 ** 0.5 * scale, perturbation, math.inf, SLOPE_CAP * scale)
+            result["slopes"] = (float(pair[0]), float(pair[1]))
+            result["evaluations"] += used
+        if bool(J.rough(*pair, torch.tensor(result["numeric"], dtype=torch.float64))):
+            judged = dataclasses.replace(judged, verdict=torch.tensor(J.INCONCLUSIVE, dtype=torch.int8),
+                                         reason=torch.tensor(J.DISCONTINUITY, dtype=torch.int8), all_pass=False)
     if (_unit(phi_many) > 1 or clash) and _unresolved(judged, result["error_bound"], result["numeric"], tol, precision):
         # an output less precise than float64: no step resolves the default tolerance's promise (a backward
         # off by 1e-8 fails), and full mode's entries say coarse there; a pass would promise it

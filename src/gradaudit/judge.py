@@ -272,6 +272,22 @@ def _slopes(reason: torch.Tensor, within: torch.Tensor, num: torch.Tensor, other
     return reason
 
 
+def rough(left: torch.Tensor, right: torch.Tensor, noise: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """Where one-sided slopes (each with its rounding bound *noise*) show a function that is not smooth at their
+    step: both exactly 0 while a smooth function of slope *value* would have moved by more than their rounding
+    (flat: a staircase, a lower-precision cast inside), or differing like a kink (KINK_REL plus twice that
+    bound). A pass on evidence coarser than the default tolerance's promise stands only on a smooth function
+    (full._shrink, directional.judge_along: the same rule in every mode); on a staircase, Ridders' steps of
+    1e-2 average the stairs, and the estimate's bound, from float64's rounding, does not see them."""
+    import torch
+
+    left, right, noise = (t.to(torch.float64).expand_as(value) for t in (left, right, noise))
+    measured = torch.isfinite(left) & torch.isfinite(right)
+    flat = (left == 0) & (right == 0) & (value.abs() > noise)
+    kink = (left - right).abs() > KINK_REL * torch.maximum(left.abs(), right.abs()) + 2 * noise
+    return measured & (flat | kink)
+
+
 class RecordsVerdict:
     """The verdict of a result that is a view over its records (``ga.check``, ``ga.compare``)."""
 
