@@ -104,14 +104,23 @@ def test_slopes_expose_a_kink():
     # |x| at 0: left slope -1, right slope +1; relu at 0: 0 and 1; x^2 at 1: both about 2
     for fn, left, right in ((torch.abs, -1.0, 1.0), (torch.relu, 0.0, 1.0)):
         problem = Problem(fn, [torch.zeros(1, dtype=F64)], ["x"], [0], outputs=[torch.zeros(1, dtype=F64)])
-        ((lo, hi, _),) = slopes(problem, 0, torch.tensor([0]), {})
+        ((lo, hi, _, trunc),) = slopes(problem, 0, torch.tensor([0]), {})
         assert (float(lo), float(hi)) == (left, right)
+        assert float(trunc) == 0.0  # linear on each side: the quotients at t and t/2 are equal
     problem = Problem(lambda t: t * t, [torch.ones(1, dtype=F64)], ["x"], [0], outputs=[torch.ones(1, dtype=F64)])
-    ((lo, hi, bound),) = slopes(problem, 0, torch.tensor([0]), {})
+    ((lo, hi, bound, trunc),) = slopes(problem, 0, torch.tensor([0]), {})
     assert float(lo) == pytest.approx(2.0, abs=1e-7) and float(hi) == pytest.approx(2.0, abs=1e-7)
     # each slope's rounding bound: 10 noise / t, noise at least 8 ulps of |f| = 1, t = sqrt(eps)
     eps = torch.finfo(F64).eps
     assert float(bound) >= 10 * 8 * eps / eps ** 0.5 * (1 - 1e-12)
+    # the term the extrapolation removes, |D(t/2) - D(t)|: one-sided quotients of 1e4 x^2 at 1e-3 (t = sqrt(eps), as
+    # max(1, |x|) = 1) are 20 +- 1e4 t and 20 +- 1e4 t / 2, so it is 1e4 t / 2 = 7.45e-5, give or take their rounding
+    # (about eps |f| / t, 1.5e-10)
+    x = torch.tensor([1e-3], dtype=F64)
+    problem = Problem(lambda t: 1e4 * t * t, [x], ["x"], [0], outputs=[1e4 * x * x])
+    ((lo, hi, bound, trunc),) = slopes(problem, 0, torch.tensor([0]), {})
+    t = (1e-3 + eps ** 0.5) - 1e-3  # the step as taken
+    assert float(trunc) == pytest.approx(1e4 * t / 2, abs=1e-9)
 
 
 def test_slopes_step_further_where_their_rounding_would_hide_the_discrepancy_they_explain():
@@ -121,10 +130,10 @@ def test_slopes_step_further_where_their_rounding_would_hide_the_discrepancy_the
     x = torch.tensor([0.7], dtype=F64)
     problem = Problem(lambda t: 9e4 + t * t, [x], ["x"], [0], outputs=[9e4 + x * x])
     info = {}
-    ((lo, hi, bound),) = slopes(problem, 0, torch.tensor([0]), info)
+    ((lo, hi, bound, _),) = slopes(problem, 0, torch.tensor([0]), info)
     assert info["evaluations"] == 4 and float(bound) > 0.09  # not asked: sqrt(eps), and its bound says so
     info = {}
-    ((lo, hi, bound),) = slopes(problem, 0, torch.tensor([0]), info, [torch.full((1, 1), 1e-3, dtype=F64)])
+    ((lo, hi, bound, _),) = slopes(problem, 0, torch.tensor([0]), info, [torch.full((1, 1), 1e-3, dtype=F64)])
     assert info["evaluations"] == 4 + 4  # the slopes at sqrt(eps), then again from the larger step
     assert float(bound) <= 1e-3 * (1 + 1e-9)
     assert abs(float(lo) - 1.4) <= float(bound) and abs(float(hi) - 1.4) <= float(bound)

@@ -171,7 +171,7 @@ def finite_difference(check: Expectation) -> Gathered:
                                       "f": float(problem.outputs[0]), **info}
 
     def side_slopes(name: str, cols: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        ((left, right, noise),) = slopes(problem, problem.names.index(name), cols, {})
+        ((left, right, noise, _),) = slopes(problem, problem.names.index(name), cols, {})
         return left.reshape(-1), right.reshape(-1), noise.reshape(-1)
 
     ev.slopes = side_slopes

@@ -116,7 +116,7 @@ def settled(judged: J.Judged, trunc: float) -> bool:
 
 
 def _one_sided(phi_many: Batched, t: float, perturbation: float, resolve: float, cap: float
-               ) -> tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor], int]:
+               ) -> tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], int]:
     """The one-sided slopes of phi at 0, left and right, each extrapolated from steps t and t/2
     (2 D(t/2) - D(t)), with the rounding bound of each (10 eps (|phi's terms| + *perturbation*) / t), and the
     evaluations made: a smooth function's two agree to O(t^3) plus that bound, a kink's differ by the jump in
@@ -124,21 +124,25 @@ def _one_sided(phi_many: Batched, t: float, perturbation: float, resolve: float,
     3e-6, t = 1.5e-8) exceeds KINK_REL of the slope: a correct gradient was called a kink. Where the bound
     exceeds *resolve* (SLOPE_ROUNDING of the discrepancy the slopes are to explain, or of the finest margin the
     judge uses with them, SLOPE_REL of the value, whichever is larger), they are measured once more
-    from the step at which it would not, at most *cap* (as evaluate.slopes does in full mode)."""
+    from the step at which it would not, at most *cap* (as evaluate.slopes does in full mode). The fourth value
+    estimates what the extrapolation leaves of the truncation error, |D(t/2) - D(t)| of the larger side (as
+    evaluate.slopes gives it)."""
     import torch
 
     used = 0
     while True:
         (right, half_right, zero, half_left, left), size = phi_many([t, t / 2, 0.0, -t / 2, -t])
         used += 5
-        slope_left = 2 * ((zero - half_left) / (t / 2)) - (zero - left) / t
-        slope_right = 2 * ((half_right - zero) / (t / 2)) - (right - zero) / t
+        near_left, far_left = (zero - half_left) / (t / 2), (zero - left) / t
+        near_right, far_right = (half_right - zero) / (t / 2), (right - zero) / t
+        slope_left, slope_right = 2 * near_left - far_left, 2 * near_right - far_right
+        trunc = max(abs(near_left - far_left), abs(near_right - far_right))
         noise = 10 * EPS64 * (_unit(phi_many) * size + perturbation) / t
         if used > 5 or t >= cap or not noise > resolve:
             break
         t = min(t * noise / resolve, cap)  # the bound scales as 1 / t
-    as_tensor = [torch.tensor(v, dtype=torch.float64) for v in (slope_left, slope_right, noise)]
-    return (as_tensor[0], as_tensor[1], as_tensor[2]), used
+    as_tensor = [torch.tensor(v, dtype=torch.float64) for v in (slope_left, slope_right, noise, trunc)]
+    return (as_tensor[0], as_tensor[1], as_tensor[2], as_tensor[3]), used
 
 
 def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale: float, perturbation: float,
@@ -222,7 +226,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
             pair, used = _one_sided(phi_many, EPS64 ** 0.5 * scale, perturbation, math.inf, SLOPE_CAP * scale)
             result["slopes"] = (float(pair[0]), float(pair[1]))
             result["evaluations"] += used
-        if bool(J.rough(*pair, torch.tensor(result["numeric"], dtype=torch.float64))):
+        if bool(J.rough(*pair[:3], torch.tensor(result["numeric"], dtype=torch.float64))):
             judged = dataclasses.replace(judged, verdict=torch.tensor(J.INCONCLUSIVE, dtype=torch.int8),
                                          reason=torch.tensor(J.DISCONTINUITY, dtype=torch.int8), all_pass=False)
     if (_unit(phi_many) > 1 or clash) and _unresolved(judged, result["error_bound"], result["numeric"], tol, precision):

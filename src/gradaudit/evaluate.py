@@ -562,7 +562,7 @@ def forward_columns(problem: Problem, j: int, cols: torch.Tensor, step: torch.Te
 
 
 def slopes(problem: Problem, j: int, cols: torch.Tensor, info: Info, resolve: list[torch.Tensor] | None = None
-           ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+           ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
     """One-sided slopes (left, right) of every output along columns *cols*, each extrapolated from steps
     t and t/2 (2 D(t/2) - D(t)), with the rounding bound of each, 10 noise / t (:func:`measure_noise`): per
     output, three (len(cols), M_k) tensors. They differ at a kink; on a smooth function they agree to O(t^3)
@@ -570,7 +570,10 @@ def slopes(problem: Problem, j: int, cols: torch.Tensor, info: Info, resolve: li
     exceeds KINK_REL of the slope). t is sqrt(eps) max(1, |x|). *resolve* (per output, (len(cols), M_k)) is the
     largest bound each entry may have (inf: any); a column where one is exceeded is measured again from the step
     at which it would not be, at most SLOPE_CAP max(1, |x|): a discrepancy of 0.01 against a slope blurred by 0.1
-    (the rounding of |f| = 9e4 over t = 1.5e-8) could not be told from a kink."""
+    (the rounding of |f| = 9e4 over t = 1.5e-8) could not be told from a kink. A fourth tensor estimates what the
+    extrapolation leaves of the truncation error: |D(t/2) - D(t)|, the larger side's, the term it removed (near a
+    singularity, sqrt 3e-6 from 0, the slopes are 1.5e-6 off the derivative, and a backward off by 1e-4 was called a
+    jump inside Ridders' steps; on a staircase, where the quotients are equal, it is 0)."""
     import torch
 
     x = problem.inputs[j].detach()
@@ -581,20 +584,21 @@ def slopes(problem: Problem, j: int, cols: torch.Tensor, info: Info, resolve: li
     if resolve is None or base >= SLOPE_CAP:
         return result
     wanted = torch.zeros_like(size)  # per column, the relative step at which every entry's bound is as asked
-    for (_, _, bound), asked in zip(result, resolve):
+    for (_, _, bound, _), asked in zip(result, resolve):
         if bound.numel():
             ratio = (bound / asked).nan_to_num_(nan=0.0, posinf=math.inf).amax(dim=1)
             wanted = torch.maximum(wanted, ratio * base)  # the bound scales as 1 / t
     again = (wanted > base).nonzero().flatten()
     if len(again):
         more = _slopes_at(problem, j, cols[again], wanted[again].clamp_max_(SLOPE_CAP), noise, info)
-        for (left, right, bound), (l2, r2, b2) in zip(result, more):
-            left[again], right[again], bound[again] = l2, r2, b2
+        for (left, right, bound, trunc), (l2, r2, b2, t2) in zip(result, more):
+            left[again], right[again], bound[again], trunc[again] = l2, r2, b2, t2
     return result
 
 
 def _slopes_at(problem: Problem, j: int, cols: torch.Tensor, relative: float | torch.Tensor,
-               noise: list[torch.Tensor], info: Info) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+               noise: list[torch.Tensor], info: Info
+               ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
     """:func:`slopes` from steps *relative* max(1, |x|) (one for every column, or one per column), each exact as
     :func:`steps` makes it, and divided by as it is."""
     import torch
@@ -619,9 +623,11 @@ def _slopes_at(problem: Problem, j: int, cols: torch.Tensor, relative: float | t
     for o, f0, r in zip(outs, problem.outputs, noise):
         o = o.reshape(4 * n, -1).to(torch.float64)
         f0 = f0.reshape(1, -1).to(torch.float64)
-        left = 2 * ((f0 - o[3 * n:]) * inv2) - (f0 - o[n:2 * n]) * inv
-        right = 2 * ((o[2 * n:3 * n] - f0) * inv2) - (o[:n] - f0) * inv
-        result.append((left, right, 10 * r * inv))  # each: 2 (2 r) / (t / 2) + 2 r / t
+        near_left, far_left = (f0 - o[3 * n:]) * inv2, (f0 - o[n:2 * n]) * inv
+        near_right, far_right = (o[2 * n:3 * n] - f0) * inv2, (o[:n] - f0) * inv
+        left, right = 2 * near_left - far_left, 2 * near_right - far_right
+        trunc = torch.maximum((near_left - far_left).abs(), (near_right - far_right).abs())
+        result.append((left, right, 10 * r * inv, trunc))  # each: 2 (2 r) / (t / 2) + 2 r / t
     return result
 
 

@@ -1025,7 +1025,7 @@ UNDECIDED = (J.COARSE, J.DISCONTINUITY, J.EVIDENCE_NONFINITE)
 
 
 def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Tensor, value: torch.Tensor,
-            bound: torch.Tensor, sides: tuple[torch.Tensor, torch.Tensor, torch.Tensor], judged: J.Judged,
+            bound: torch.Tensor, sides: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], judged: J.Judged,
             tol: ToleranceUsed, info: Info) -> tuple[torch.Tensor, torch.Tensor, J.Judged]:
     """Entries the first tableau left undecided (an error bound too large for the value, a jump inside
     the steps, steps that left the function's domain) get Ridders again from smaller first steps, h0/10,
@@ -1038,7 +1038,7 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
     from .numeric import RIDDERS_BASE
 
     base = RIDDERS_BASE
-    left, right, noise = sides
+    left, right, noise, trunc = sides
     clash: torch.Tensor | None = None  # (w, M): entries whose smaller steps disagreed with their larger ones
     for _ in range(SHRINKS):
         undecided = torch.isin(judged.reason.expand_as(judged.verdict), torch.tensor(UNDECIDED))
@@ -1070,7 +1070,7 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
         value[cols] = torch.where(better, v2, value[cols])
         bound[cols] = torch.where(better, b2, bound[cols])
         judged = J.judge(obs, value.T, tol, reference_bound=bound.T, scale=_scale(problem, j, k, part),
-                         slopes=(left.T, right.T, noise.T), precision=_precision(problem, j))
+                         slopes=(left.T, right.T, noise.T, trunc.T), precision=_precision(problem, j))
     if clash is not None and bool(clash.any()):
         # a pass the smaller steps could not refine, because they disagree with the larger ones beyond the
         # bounds: the function is not smooth at their scale, and the default tolerance's promise is not kept
@@ -1183,10 +1183,10 @@ def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[in
                           cols=part[clean].reshape(1, -1), kind=kind, note=note)
             if sides is None:
                 continue
-            left, right, noise = sides[k]
+            left, right, noise, trunc = sides[k]
             value, bound, obs = value[bad], bound[bad], obs[:, bad]
             judged = J.judge(obs, value.T, tol, reference_bound=bound.T, scale=_scale(problem, j, k, sub),
-                             slopes=(left.T, right.T, noise.T), precision=_precision(problem, j))
+                             slopes=(left.T, right.T, noise.T, trunc.T), precision=_precision(problem, j))
             value, bound, judged = _shrink(problem, j, k, sub, obs, value, bound, sides[k], judged, tol, info)
             found.add(judged, obs, value.T, output=k, rows=rows, cols=sub.reshape(1, -1), slopes=(left.T, right.T),
                       kind=kind, note=note)

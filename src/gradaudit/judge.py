@@ -231,7 +231,8 @@ def _slopes(reason: torch.Tensor, within: torch.Tensor, num: torch.Tensor, other
             slopes: tuple[torch.Tensor, ...], convention: torch.Tensor | None, evidence: torch.Tensor) -> torch.Tensor:
     """Kinks and discontinuities among the comparisons that fail: inconclusive, never fail. *num* is the
     large-step numeric evidence (*evidence*: SAFETY times its bound), *other* the value it is compared with, *ref*
-    the reference side.
+    the reference side. A fourth tensor in *slopes* estimates the truncation error the slopes' extrapolation leaves
+    (evaluate.slopes): the local slope and the large-step evidence differ by a jump only beyond it too.
 
     With the slopes' own rounding bound (a third tensor), the margins are relative to the values themselves
     (KINK_REL between the two slopes, SLOPE_REL between them and another value) plus what rounding and the
@@ -249,6 +250,8 @@ def _slopes(reason: torch.Tensor, within: torch.Tensor, num: torch.Tensor, other
         noise = slopes[2].to(torch.float64).expand_as(num).nan_to_num(nan=math.inf)
         size = torch.maximum(left.abs(), right.abs())
         near = SLOPE_REL * mid.abs() + noise + evidence
+        if len(slopes) > 3:  # near a singularity the slopes are off by their own truncation: not a jump
+            near = near + slopes[3].to(torch.float64).expand_as(num).nan_to_num(nan=math.inf)
         num_near = KINK_REL * num.abs() + evidence
     else:
         noise = torch.zeros((), dtype=torch.float64)
