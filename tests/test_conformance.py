@@ -1022,6 +1022,18 @@ def _off(fn, rel):
     return Off.apply
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_tan_1e_5_from_its_pole_passes_in_every_mode_and_a_1e_6_bug_there_fails(mode):
+    """tan at pi/2 - 1e-5: its derivative is 1e10, and autograd's 1 + tan^2 is right to 1e-16 there (mpmath).
+    Directional mode's points x + t u are rounded to float64, which moves phi by about eps |g x| (3e5 times phi
+    itself here); divided by Ridders' steps from h0 = 1e-7 that is 4e-3 of a derivative of 2.3e5 (in phi's units),
+    while the bound counted eps^2 |g x| and claimed 9e-8: an estimate 1.3e-4 off failed the right backward (or
+    called it a jump). The rounding of the moved inputs now enters the bound at its size, eps |g x|."""
+    x = torch.tensor([math.pi / 2 - 1e-5], dtype=F64, requires_grad=True)
+    assert ga.check(torch.tan, (x,), mode=mode).verdict == "pass"
+    assert ga.check(_off(torch.tan, 1e-6), (x,), mode=mode).verdict == "fail"
+
+
 class SumOfSquares(torch.autograd.Function):
     """sum(x^2), whose backward is 2 x (1 + rel)."""
 

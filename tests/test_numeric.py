@@ -106,21 +106,21 @@ def test_slopes_expose_a_kink():
         problem = Problem(fn, [torch.zeros(1, dtype=F64)], ["x"], [0], outputs=[torch.zeros(1, dtype=F64)])
         ((lo, hi, _, trunc),) = slopes(problem, 0, torch.tensor([0]), {})
         assert (float(lo), float(hi)) == (left, right)
-        assert float(trunc) == 0.0  # linear on each side: the quotients at t and t/2 are equal
+        assert float(trunc) == 0.0  # linear on each side: the central differences at t and t/2 are equal
     problem = Problem(lambda t: t * t, [torch.ones(1, dtype=F64)], ["x"], [0], outputs=[torch.ones(1, dtype=F64)])
     ((lo, hi, bound, trunc),) = slopes(problem, 0, torch.tensor([0]), {})
     assert float(lo) == pytest.approx(2.0, abs=1e-7) and float(hi) == pytest.approx(2.0, abs=1e-7)
     # each slope's rounding bound: 10 noise / t, noise at least 8 ulps of |f| = 1, t = sqrt(eps)
     eps = torch.finfo(F64).eps
     assert float(bound) >= 10 * 8 * eps / eps ** 0.5 * (1 - 1e-12)
-    # the term the extrapolation removes, |D(t/2) - D(t)|: one-sided quotients of 1e4 x^2 at 1e-3 (t = sqrt(eps), as
-    # max(1, |x|) = 1) are 20 +- 1e4 t and 20 +- 1e4 t / 2, so it is 1e4 t / 2 = 7.45e-5, give or take their rounding
-    # (about eps |f| / t, 1.5e-10)
-    x = torch.tensor([1e-3], dtype=F64)
-    problem = Problem(lambda t: 1e4 * t * t, [x], ["x"], [0], outputs=[1e4 * x * x])
+    # what the extrapolation leaves of the truncation error, f'''(x) t^2 / 12, estimated by the difference of the
+    # central differences at t and t/2, f''' t^2 / 8 (exact for a cubic): 1e10 x^3 at 1e-4 (t = sqrt(eps), as
+    # max(1, |x|) = 1) gives 6e10 t^2 / 8 = 1.7e-5, give or take the quotients' rounding (about eps |f| / t, 1.5e-10)
+    x = torch.tensor([1e-4], dtype=F64)
+    problem = Problem(lambda t: 1e10 * t ** 3, [x], ["x"], [0], outputs=[1e10 * x ** 3])
     ((lo, hi, bound, trunc),) = slopes(problem, 0, torch.tensor([0]), {})
-    t = (1e-3 + eps ** 0.5) - 1e-3  # the step as taken
-    assert float(trunc) == pytest.approx(1e4 * t / 2, abs=1e-9)
+    t = (1e-4 + eps ** 0.5) - 1e-4  # the step as taken
+    assert float(trunc) == pytest.approx(6e10 * t * t / 8, rel=1e-4)
 
 
 def test_slopes_step_further_where_their_rounding_would_hide_the_discrepancy_they_explain():
@@ -166,3 +166,21 @@ def test_directional_judge_accepts_quickly_and_only_ridders_can_fail():
     left, right_slope = wrong["slopes"]
     assert abs(left - exact) < 1e-6 * exact and abs(right_slope - exact) < 1e-6 * exact  # O(t^2): both are phi'(0)
     assert abs(wrong["numeric"] - exact) < 1e-11
+
+
+def test_ridders_along_a_direction_counts_the_rounding_of_the_moved_inputs():
+    """Directional mode's points x + t u are rounded and its quotients divide by t, so each carries the rounding
+    the moved inputs add to phi (eps |g x|, *perturbation*) over the step, as its quick stage and its slopes count
+    it. phi = 1 + 3 t has exact quotients (Ridders' own estimate is 0), so the bound is the last quotient's
+    rounding, 1.04 (eps max|phi| + perturbation) / (h0 / 8), and the returned rounding is that times the step."""
+    from gradaudit.directional import EPS64, ridders_scalar, scalar_batch
+
+    def phi(t: float) -> float:
+        return 1.0 + 3.0 * t
+
+    value, bound, used, rounding = ridders_scalar(scalar_batch(phi), 1e-2, 1e-10)
+    assert value == pytest.approx(3.0, rel=1e-12) and used == 8
+    assert rounding == pytest.approx(1.04 * (EPS64 * phi(1e-2) + 1e-10), rel=1e-12)
+    assert bound >= rounding / (1e-2 / 8)
+    _, plain, _, _ = ridders_scalar(scalar_batch(phi), 1e-2)
+    assert plain < 1e-10 / (1e-2 / 8)  # without it, only phi's own rounding

@@ -571,9 +571,9 @@ def slopes(problem: Problem, j: int, cols: torch.Tensor, info: Info, resolve: li
     largest bound each entry may have (inf: any); a column where one is exceeded is measured again from the step
     at which it would not be, at most SLOPE_CAP max(1, |x|): a discrepancy of 0.01 against a slope blurred by 0.1
     (the rounding of |f| = 9e4 over t = 1.5e-8) could not be told from a kink. A fourth tensor estimates what the
-    extrapolation leaves of the truncation error: |D(t/2) - D(t)|, the larger side's, the term it removed (near a
-    singularity, sqrt 3e-6 from 0, the slopes are 1.5e-6 off the derivative, and a backward off by 1e-4 was called a
-    jump inside Ridders' steps; on a staircase, where the quotients are equal, it is 0)."""
+    extrapolation leaves of the truncation error, f'''(x) t^2 / 12, by the difference of the central differences at
+    t and t/2, f'''(x) t^2 / 8 (near a singularity, sqrt 3e-6 from 0, the slopes are 1.5e-6 off the derivative, and
+    a backward off by 1e-4 was called a jump inside Ridders' steps)."""
     import torch
 
     x = problem.inputs[j].detach()
@@ -623,10 +623,11 @@ def _slopes_at(problem: Problem, j: int, cols: torch.Tensor, relative: float | t
     for o, f0, r in zip(outs, problem.outputs, noise):
         o = o.reshape(4 * n, -1).to(torch.float64)
         f0 = f0.reshape(1, -1).to(torch.float64)
-        near_left, far_left = (f0 - o[3 * n:]) * inv2, (f0 - o[n:2 * n]) * inv
-        near_right, far_right = (o[2 * n:3 * n] - f0) * inv2, (o[:n] - f0) * inv
-        left, right = 2 * near_left - far_left, 2 * near_right - far_right
-        trunc = torch.maximum((near_left - far_left).abs(), (near_right - far_right).abs())
+        left = 2 * ((f0 - o[3 * n:]) * inv2) - (f0 - o[n:2 * n]) * inv
+        right = 2 * ((o[2 * n:3 * n] - f0) * inv2) - (o[:n] - f0) * inv
+        # each extrapolated slope is off by about f'''(x) t^2 / 12; the central differences at t and t/2 differ by
+        # f'''(x) t^2 / 8
+        trunc = ((o[:n] - o[n:2 * n]) * (inv / 2) - (o[2 * n:3 * n] - o[3 * n:]) * (inv2 / 2)).abs()
         result.append((left, right, 10 * r * inv, trunc))  # each: 2 (2 r) / (t / 2) + 2 r / t
     return result
 
