@@ -922,18 +922,9 @@ def test_a_float32_cast_inside_a_float64_function_is_never_a_failure(mode):
     assert res.verdict == "inconclusive", res
 
 
-class _DoubledFloat32Sin(torch.autograd.Function):
-    """sin computed in float32 inside a float64 function, with a backward of 2 cos (the derivative is cos)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x.float().sin().double()
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * 2 * torch.cos(x)
+def _doubled_float32(op, derivative):
+    """op computed in float32 inside a float64 function, with a backward of twice its *derivative*."""
+    return _planted(lambda x: op(x.float()).double(), lambda x: 2 * derivative(x))
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -949,21 +940,7 @@ def test_ridders_from_smaller_steps_does_not_turn_a_staircase_into_a_failure(mod
     x = torch.tensor([at], dtype=F64, requires_grad=True)
     res = ga.check(lambda x: x.float().sin().double(), (x,), mode=mode)
     assert res.verdict == "inconclusive", res
-    assert ga.check(_DoubledFloat32Sin.apply, (x,), mode=mode).verdict == "fail"
-
-
-class _DoubledFloat32Exp(torch.autograd.Function):
-    """exp computed in float32 inside a float64 function, with a backward of 2 exp (the derivative is exp)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x.float().exp().double()
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * 2 * torch.exp(x)
+    assert ga.check(_doubled_float32(torch.sin, torch.cos), (x,), mode=mode).verdict == "fail"
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -984,7 +961,7 @@ def test_a_coarse_pass_on_a_staircase_is_inconclusive_in_every_mode(mode, fn, at
     assert res.verdict == "inconclusive", res
     assert "not differentiable at the small step's scale" in str(res) or "too large against the value" in str(res)
     half = torch.tensor([0.5], dtype=F64, requires_grad=True)
-    assert ga.check(_DoubledFloat32Exp.apply, (half,), mode=mode).verdict == "fail"
+    assert ga.check(_doubled_float32(torch.exp, torch.exp), (half,), mode=mode).verdict == "fail"
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -1005,21 +982,13 @@ def test_near_a_singularity_a_right_backward_passes_and_one_off_by_1e_8_fails(mo
 
 
 def _off(fn, rel):
-    """*fn* with a backward off by the relative amount *rel*."""
-    class Off(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return fn(x)
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            with torch.enable_grad():
-                y = x.detach().requires_grad_(True)
-                (d,) = torch.autograd.grad(fn(y), y, g)
-            return d * (1 + rel)
-    return Off.apply
+    """*fn* (elementwise) with torch's own backward off by the relative amount *rel*."""
+    def derivative(x):
+        with torch.enable_grad():
+            y = x.detach().requires_grad_(True)
+            (d,) = torch.autograd.grad(fn(y).sum(), y)
+        return d
+    return _planted(fn, derivative, rel)
 
 
 @pytest.mark.parametrize("mode", MODES)
