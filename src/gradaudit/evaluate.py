@@ -565,7 +565,7 @@ def slopes(problem: Problem, j: int, cols: torch.Tensor, info: Info, resolve: li
            ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
     """One-sided slopes (left, right) of every output along columns *cols*, each extrapolated from steps
     t and t/2 (2 D(t/2) - D(t)), with the rounding bound of each, 10 noise / t (:func:`measure_noise`): per
-    output, three (len(cols), M_k) tensors. They differ at a kink; on a smooth function they agree to O(t^3)
+    output, four (len(cols), M_k) tensors. They differ at a kink; on a smooth function they agree to O(t^3)
     plus that bound (plain one-sided quotients differ by t |f''|, which near a singularity, sqrt at 3e-6,
     exceeds KINK_REL of the slope). t is sqrt(eps) max(1, |x|). *resolve* (per output, (len(cols), M_k)) is the
     largest bound each entry may have (inf: any); a column where one is exceeded is measured again from the step
