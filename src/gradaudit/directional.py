@@ -228,16 +228,15 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
             pair, used = _one_sided(phi_many, EPS64 ** 0.5 * scale, perturbation, math.inf, SLOPE_CAP * scale)
             result["slopes"] = (float(pair[0]), float(pair[1]))
             result["evaluations"] += used
-        if bool(J.rough(*pair[:3], torch.tensor(result["numeric"], dtype=torch.float64))):
-            judged = dataclasses.replace(judged, verdict=torch.tensor(J.INCONCLUSIVE, dtype=torch.int8),
-                                         reason=torch.tensor(J.DISCONTINUITY, dtype=torch.int8), all_pass=False)
+        rough = J.rough(*pair[:3], torch.tensor(result["numeric"], dtype=torch.float64))
+        if bool(rough):
+            judged = judged.undecided(rough, J.DISCONTINUITY)
     if (_unit(phi_many) > 1 or clash) and _unresolved(judged, result["error_bound"], result["numeric"], tol, precision):
         # an output less precise than float64: no step resolves the default tolerance's promise (a backward
         # off by 1e-8 fails), and full mode's entries say coarse there; a pass would promise it
         import torch
 
-        judged = dataclasses.replace(judged, verdict=torch.tensor(J.INCONCLUSIVE, dtype=torch.int8),
-                                     reason=torch.tensor(J.COARSE, dtype=torch.int8), all_pass=False)
+        judged = judged.undecided(torch.tensor(True), J.COARSE)
     result.update(verdict=int(judged.verdict), reason=int(judged.reason), allowed=_allowed(judged),
                   judged=judged, observed=analytic)
     return result

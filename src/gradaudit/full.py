@@ -21,7 +21,6 @@ plus one chunk of numeric columns.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -1076,10 +1075,7 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
         # bounds: the function is not smooth at their scale, and the default tolerance's promise is not kept
         weak = clash.T & _unresolved(problem, j, judged, bound.T, tol)
         if bool(weak.any()):
-            shape = judged.verdict.shape
-            judged = dataclasses.replace(
-                judged, verdict=torch.where(weak, J.INCONCLUSIVE, judged.verdict.expand(shape)).to(torch.int8),
-                reason=torch.where(weak, J.COARSE, judged.reason.expand(shape)).to(torch.int8), all_pass=False)
+            judged = judged.undecided(weak, J.COARSE)
     if left.numel():
         # a pass still coarser than the promise stands only where the slopes show a smooth function (J.rough);
         # on a staircase (exp of a float32 cast: Ridders from 1e-2 within 8e-6 of a slope its float32 backward
@@ -1088,10 +1084,7 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
         if bool(weak.any()):
             weak &= J.rough(left.T, right.T, noise.T, value.T)
         if bool(weak.any()):
-            shape = judged.verdict.shape
-            judged = dataclasses.replace(
-                judged, verdict=torch.where(weak, J.INCONCLUSIVE, judged.verdict.expand(shape)).to(torch.int8),
-                reason=torch.where(weak, J.DISCONTINUITY, judged.reason.expand(shape)).to(torch.int8), all_pass=False)
+            judged = judged.undecided(weak, J.DISCONTINUITY)
     return value, bound, judged
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from .record import Allowance, Comparison, Discrepancy, Location, Outcome, Record, Verdict
@@ -62,6 +62,14 @@ class Judged:
     @property
     def allowed(self) -> torch.Tensor:
         return self.atol + self.rtol_term + self.evidence
+
+    def undecided(self, where: torch.Tensor, reason: int) -> Judged:
+        """These judgements, inconclusive for *reason* where *where* holds (a mask that broadcasts to the verdicts)."""
+        import torch
+
+        shape = self.verdict.shape
+        return replace(self, verdict=torch.where(where, INCONCLUSIVE, self.verdict.expand(shape)).to(torch.int8),
+                       reason=torch.where(where, reason, self.reason.expand(shape)).to(torch.int8), all_pass=False)
 
     def take(self, index: torch.Tensor) -> Judged:
         """The judged entries at *index* (a boolean mask or flat indices), flattened."""
