@@ -349,18 +349,9 @@ def test_an_output_infinite_at_the_point_is_not_checked(mode):
     assert "output 0 element (0,) = inf" in res.records[0].reason
 
 
-class _HalvedFloat32Sin(torch.autograd.Function):
+def _halved_float32_sin():
     """sin computed and returned in float32, with a backward of cos / 2 (the derivative is cos)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x.float().sin()
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g.to(x.dtype) * torch.cos(x) / 2
+    return _planted(lambda x: x.float().sin(), lambda x: torch.cos(x) / 2)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -374,7 +365,7 @@ def test_an_output_less_precise_than_float64_is_judged_at_its_own_precision(mode
     assert res.verdict == "inconclusive", res
     assert res.records[0].discrepancy.mismatched == 0
     # a gradient wrong by a factor 2 is far outside even that evidence: it fails
-    assert ga.check(_HalvedFloat32Sin.apply, (x,), mode=mode).verdict == "fail"
+    assert ga.check(_halved_float32_sin(), (x,), mode=mode).verdict == "fail"
 
 
 def rowwise(x):
