@@ -994,6 +994,45 @@ def test_tan_1e_5_from_its_pole_passes_in_every_mode_and_a_1e_6_bug_there_fails(
     assert ga.check(_off(torch.tan, 1e-6), (x,), mode=mode).verdict == "fail"
 
 
+@pytest.mark.parametrize("at", [0.99999999, -0.99999, 1.5707953267948966, -1.999999, 3.0, 1e5, -7e-3])
+@pytest.mark.parametrize("base", [1e-2, 1e-7, 1e-10])
+def test_every_step_of_a_ridders_tableau_moves_x_exactly(at, base):
+    """Full mode's Ridders tableau divides by h0 / 2^k, k < RIDDERS_COLUMNS: each must be what x actually moves by,
+    on both sides. ``steps`` makes h0 itself exact, not its halves: at 1 - 1e-8 with h0 = 1e-9, x + h0 / 2 lands
+    5.6e-17 off, 1.1e-7 of the step (shown below), which a tableau near a singularity extrapolates as if exact."""
+    from gradaudit.evaluate import halving_steps, steps
+    from gradaudit.numeric import RIDDERS_COLUMNS
+
+    x = torch.tensor([at], dtype=F64)
+    h0 = halving_steps(x, base, RIDDERS_COLUMNS)
+    assert 0.5 * base * max(1.0, abs(at)) <= float(h0) <= 2 * base * max(1.0, abs(at))
+    crosses = abs(at) + float(h0) >= 2.0 ** math.frexp(abs(at))[1]  # reaches the next power of two above |x|
+    for k in range(RIDDERS_COLUMNS):
+        h = h0 / 2**k
+        moved = [(x + h) - x, x - (x - h)]
+        if not crosses:
+            assert torch.equal(moved[0], h) and torch.equal(moved[1], h), (at, base, k)
+        else:  # the coarser spacing above the power of two may round x +- h: by at most half of it
+            for m in moved:
+                assert float((m - h).abs()) <= 0.5 * math.ulp(abs(at) + float(h)), (at, base, k)
+    if at == 0.99999999 and base == 1e-10:  # the steps as they were: not every half is exact
+        plain = steps(x, base)
+        assert any(not torch.equal((x + plain / 2**k) - x, plain / 2**k) for k in range(RIDDERS_COLUMNS))
+
+
+@pytest.mark.parametrize("fn, at", [(torch.tan, math.pi / 2 - 1e-6), (torch.digamma, -0.99999),
+                                    (torch.lgamma, -1.999999)], ids=["tan", "digamma", "lgamma"])
+def test_full_mode_next_to_a_pole_passes_a_right_backward_and_fails_one_off_by_1e_6(fn, at):
+    """1e-5 and 1e-6 from a pole (derivatives 1e10 to 1e12), full mode restarts Ridders from ever smaller steps,
+    down to 1e-7 and below; their halves were not exact displacements (a relative error of ulp / h, up to 1e-5 at the
+    smallest), and the tableau turned that into estimates off by 2e-7 to 4e-9 of the derivative, with bounds 16 to
+    300 times too small: torch's backward, right to 1e-11 or better against mpmath at these points (sec^2, trigamma,
+    digamma), FAILED in full mode. Every step of a tableau now moves x exactly (evaluate.halving_steps)."""
+    x = torch.tensor([at], dtype=F64, requires_grad=True)
+    assert ga.check(fn, (x,), mode="full").verdict == "pass"
+    assert ga.check(_off(fn, 1e-6), (x,), mode="full").verdict == "fail"
+
+
 class SumOfSquares(torch.autograd.Function):
     """sum(x^2), whose backward is 2 x (1 + rel)."""
 

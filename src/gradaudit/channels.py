@@ -11,7 +11,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import EvaluationError
-from .evaluate import Problem, batched_outputs, numeric_columns, ridders_columns, slopes, steps, unit_rows
+from .evaluate import (
+    Problem,
+    batched_outputs,
+    halving_steps,
+    numeric_columns,
+    ridders_columns,
+    slopes,
+    steps,
+    unit_rows,
+)
 from .numeric import CS_STEP, RIDDERS_BASE, RIDDERS_COLUMNS, taylor_orders
 from .spec import Expectation
 
@@ -158,7 +167,8 @@ def finite_difference(check: Expectation) -> Gathered:
         if used == "ridders":
             ((value, bound),) = ridders_columns(problem, j, cols, info)
             ev.grads[name], ev.bounds[name] = value.reshape(x.shape), bound.reshape(x.shape)
-            info.update(step=(steps(x, RIDDERS_BASE).reshape(-1)).tolist(), evaluations=2 * RIDDERS_COLUMNS,
+            info.update(step=halving_steps(x, RIDDERS_BASE, RIDDERS_COLUMNS).reshape(-1).tolist(),
+                        evaluations=2 * RIDDERS_COLUMNS,
                         step_rule=f"Ridders tableau from h0 = {RIDDERS_BASE:g} * max(1, |x|), halving per column "
                                   f"({RIDDERS_COLUMNS} columns)")
         elif used in ("central", "forward", "backward"):

@@ -632,6 +632,23 @@ def _slopes_at(problem: Problem, j: int, cols: torch.Tensor, relative: float | t
     return result
 
 
+def halving_steps(x: torch.Tensor, base: float, columns: int) -> torch.Tensor:
+    """:func:`steps` (*base* * max(1, |x|)) rounded to a multiple of 2^(columns - 1) spacings of the floating-point
+    numbers at |x| + h, so that every h / 2^k (k < columns) moves x exactly: x + h / 2^k and x - h / 2^k are the
+    points the quotient divides by. ``steps`` alone makes h exact, not its halves: at 1 - 1e-8 a step of 1e-9 / 2
+    lands up to half a spacing (5.6e-17) off, the quotient is off by 1.1e-7 relative (ulp / h), and near a
+    singularity Ridders' tableau extrapolates that into a bound 1e4 times too small (atanh's right backward failed,
+    digamma's at 1e-5 from its pole too). Where the function's points cross a power of two upwards, the coarser
+    spacing there may still round x + h / 2^k; elsewhere every step is exact."""
+    import torch
+
+    h = steps(x, base).detach()
+    top = x.detach().abs().add(h)
+    unit = torch.nextafter(top, torch.full_like(top, math.inf)).sub_(top).mul_(2.0 ** (columns - 1))
+    rounded = torch.round(h / unit).clamp_min_(1.0).mul_(unit)
+    return torch.where(torch.isfinite(rounded), rounded, h)
+
+
 def ridders_columns(problem: Problem, j: int, cols: torch.Tensor, info: Info, *, base: float = RIDDERS_BASE,
                     columns: int = RIDDERS_COLUMNS) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Ridders' extrapolation per Jacobian entry of columns *cols* of input j, from central differences
@@ -643,8 +660,8 @@ def ridders_columns(problem: Problem, j: int, cols: torch.Tensor, info: Info, *,
     import torch
 
     x = problem.inputs[j]
-    h0 = steps(x, base).reshape(-1)[cols]
-    hs = torch.stack([h0 / 2**k for k in range(columns)])  # (K, w), exact: powers of two
+    h0 = halving_steps(x, base, columns).reshape(-1)[cols]
+    hs = torch.stack([h0 / 2**k for k in range(columns)])  # (K, w): every one an exact displacement
     unit = unit_rows(x, cols)
     per_step = [numeric_columns(problem, j, unit, hs[k], info) for k in range(columns)]
     out = []
