@@ -988,7 +988,8 @@ def test_tan_1e_5_from_its_pole_passes_in_every_mode_and_a_1e_6_bug_there_fails(
     Directional mode's points x + t u are rounded to float64, which moves phi by about eps |g x| (3e5 times phi
     itself here); divided by Ridders' steps from h0 = 1e-7 that is 4e-3 of a derivative of 2.3e5 (in phi's units),
     while the bound counted eps^2 |g x| and claimed 9e-8: an estimate 1.3e-4 off failed the right backward (or
-    called it a jump). The rounding of the moved inputs now enters the bound at its size, eps |g x|."""
+    called it a jump). The rounding of the moved inputs now enters the bound at its size, eps |g x|, for inputs of
+    several elements; a one-element input's steps are exact instead (directional._snap), and the term is 0."""
     x = torch.tensor([math.pi / 2 - 1e-5], dtype=F64, requires_grad=True)
     assert ga.check(torch.tan, (x,), mode=mode).verdict == "pass"
     assert ga.check(_off(torch.tan, 1e-6), (x,), mode=mode).verdict == "fail"
@@ -1031,6 +1032,56 @@ def test_full_mode_next_to_a_pole_passes_a_right_backward_and_fails_one_off_by_1
     x = torch.tensor([at], dtype=F64, requires_grad=True)
     assert ga.check(fn, (x,), mode="full").verdict == "pass"
     assert ga.check(_off(fn, 1e-6), (x,), mode="full").verdict == "fail"
+
+
+@pytest.mark.parametrize("xv", [0.9999999, -0.99999, 1.5707953267948966, 3.0, -1e5, 0.0])
+@pytest.mark.parametrize("t", [1e-2, 7e-4, 1e-7, 1e-10])
+def test_directional_steps_of_a_one_element_input_move_it_exactly(xv, t):
+    """A one-element input moves along a power of two (u = +-2^k, at most max(1, |x|)), and each step directional
+    mode takes is rounded so that x + s t u is exact for s = +-1, +-1/2, ... (its quotients divide by t): at 1 - 1e-7,
+    a step of 1e-10 would otherwise land up to half a spacing off, 5.6e-7 of the step."""
+    from gradaudit.directional import _one_element_direction, _snap, scalar_batch
+
+    uv = _one_element_direction(xv, -0.3)
+    assert uv < 0 and math.frexp(uv)[0] == -0.5 and max(1.0, abs(xv)) / 2 < -uv <= max(1.0, abs(xv))
+    phi = scalar_batch(lambda s: s)
+    phi.exact = (xv, uv)
+    snapped, exact = _snap(phi, t, 3)
+    if abs(xv) + 2 * t * abs(uv) >= 2.0 ** math.frexp(abs(xv))[1]:  # x + t u may cross the next power of two up
+        assert exact or snapped == t  # where the spacing is coarser: exact, or left as it was (and said so)
+        return
+    assert exact and 0.5 * t <= snapped <= 2 * t
+    for i in range(4):
+        step = snapped / 2**i * uv
+        assert (xv + step) - xv == step and (xv - step) - xv == -step
+    assert _snap(scalar_batch(lambda s: s), t, 3) == (t, False)  # no one-element input: the step as it is
+
+
+@pytest.mark.parametrize("fn, at, off", [(torch.asin, 1 - 1e-7, 1e-6), (torch.atanh, 1 - 1e-8, 1e-6),
+                                         (torch.asin, 1 - 1e-5, 1e-8), (torch.atanh, 1 - 1e-6, 1e-8)],
+                         ids=["asin-1e-7", "atanh-1e-8", "asin-1e-5", "atanh-1e-6"])
+def test_directional_mode_near_a_branch_point_fails_what_full_mode_fails(fn, at, off):
+    """Directional mode's points x + t u were rounded, so its bounds counted eps |g x| over the step, which near
+    asin's and atanh's branch point at 1 is 1e2 to 1e4 times the estimate's real error: a backward off by 1e-6 (at
+    1 - 1e-7, 1 - 1e-8) or by 1e-8 (at 18 of the 84 points of bench/singular.py) passed within it, where full mode,
+    whose steps are exact, failed it. A one-element input's steps are exact now, and the term is gone from its bounds:
+    the bug fails in both modes (torch's asin and atanh backwards are right to 2e-11 at these points, mpmath)."""
+    x = torch.tensor([at], dtype=F64, requires_grad=True)
+    for mode in ("full", "directional"):
+        assert ga.check(_off(fn, off), (x,), mode=mode).verdict == "fail", mode
+
+
+@pytest.mark.parametrize("at", [-0.99999, -0.999999])
+def test_digamma_next_to_its_pole_passes_in_directional_mode_with_exact_steps(at):
+    """digamma near its pole computes pi / tan(pi x): its values are off by about 3% of eps |x f'| (1e-10 of the
+    derivative's size at 1e-5 from the pole), not by an ulp. With exact steps and no term for the moved inputs'
+    rounding, Ridders from 1e-10 claimed a bound 1,200 times below its estimate's error and torch's trigamma (right
+    to 1e-11, mpmath) FAILED. A finer tableau from exact steps is checked against a second one from 3/4 of its first
+    step (the same truncation, other rounding): their difference enters its bound. It passes, as in full mode."""
+    x = torch.tensor([at], dtype=F64, requires_grad=True)
+    res = ga.check(torch.digamma, (x,), mode="directional")
+    assert res.verdict == "pass", str(res)
+    assert ga.check(_off(torch.digamma, 1e-6), (x,), mode="directional").verdict == "fail"
 
 
 class SumOfSquares(torch.autograd.Function):

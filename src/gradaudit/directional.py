@@ -64,7 +64,9 @@ def ridders_scalar(phi_many: Batched, h0: float = 1e-2, perturbation: float = 0.
     moved inputs add to phi (eps |g x|_2: the points x + t u are rounded, and the quotients divide by t), as the
     quick stage and the slopes count it: near a pole it dominates (tan 1e-5 from pi/2, |g x| 3e5 times |phi|), and
     without it Ridders from h0 = 1e-7 claimed a bound of 4e-13 of the value for an estimate 6e-10 off, and a right
-    backward failed."""
+    backward failed. For a one-element input the steps are made exact instead (:func:`_snap`) and the term is 0."""
+    h0, exact = _snap(phi_many, h0, RIDDERS_COLUMNS - 1)
+    perturbation = 0.0 if exact else perturbation
     ts = ridders_steps(h0)
     values, size = phi_many(ts)
     scale = max([size] + [abs(v) for v in values])
@@ -93,6 +95,46 @@ def _with_unit(phi_many: Batched, problem: Problem) -> Batched:
     return phi_many
 
 
+def _power_of_two(value: float) -> bool:
+    """Whether |value| is a power of two (then t * value is exact for every t, barring underflow)."""
+    return math.isfinite(value) and value != 0.0 and math.frexp(value)[0] in (0.5, -0.5)
+
+
+def _with_exact(phi_many: Batched, xv: float, uv: float) -> Batched:
+    """*phi_many* of a one-element input x moved along u, marked so that the steps are made exact (:func:`_snap`):
+    where u is a power of two (:func:`_one_element_direction`) and x finite."""
+    if math.isfinite(xv) and _power_of_two(uv):
+        phi_many.exact = (xv, uv)  # type: ignore[attr-defined]
+    return phi_many
+
+
+def _snap(phi_many: Batched, t: float, halvings: int) -> tuple[float, bool]:
+    """A step near *t* at which x + s t u is exact for s = +-1, +-1/2, ..., +-1/2^halvings (the points the
+    quotients divide by, with no rounding of the moved input), and whether it is: for a one-element input marked by
+    :func:`_with_exact`, t u rounded to a multiple of 2^halvings spacings of the floating-point numbers at |x| +
+    |t u|. Elsewhere t as it is (and the moved inputs' rounding, *perturbation*, stays in the bounds). At 1 - 1e-7
+    a step of 1e-10 lands up to half a spacing (5.6e-17) off, 5.6e-7 of the step, which near a singularity is far
+    more than the tableau's own error: the bound that covered it (eps |g x| / t) let a backward off by 1e-6 pass."""
+    grid = getattr(phi_many, "exact", None)
+    if grid is None or not (t > 0.0 and math.isfinite(t)):
+        return t, False
+    xv, uv = grid
+    size = abs(uv)
+    spacing = math.ulp(abs(xv) + t * size) * 2.0 ** halvings
+    snapped = max(round(t * size / spacing), 1) * spacing / size
+    for i in range(halvings + 1):
+        step = snapped / 2.0 ** i * uv
+        if (xv + step) - xv != step or (xv - step) - xv != -step:
+            return t, False  # (x + t u crosses a power of two upwards, where the spacing is coarser)
+    return snapped, True
+
+
+def _one_element_direction(xv: float, uv: float) -> float:
+    """The direction of a one-element input: the sign of its draw times the power of two at most max(1, |x|) and
+    above half of it (every step t u is then exact, and x + t u can be made exact: :func:`_snap`)."""
+    return math.copysign(math.ldexp(0.5, math.frexp(max(abs(xv), 1.0))[1]), uv)
+
+
 def scalar_batch(phi: Callable[[float], float]) -> Batched:
     def many(ts: list[float]) -> tuple[list[float], float]:
         values = [phi(t) for t in ts]
@@ -104,7 +146,8 @@ def quick_stage(phi_many: Batched, scale: float, perturbation: float) -> tuple[f
     """Richardson's (4 D(h) - D(2h)) / 3 of central differences at h = QUICK_STEP * scale and 2h (4
     evaluations): the value, its rounding bound, the derivative's natural size (error bounds are judged
     against it) and the estimate of its truncation error (:func:`numeric.truncation`)."""
-    h = QUICK_STEP * scale
+    double, exact = _snap(phi_many, 2 * QUICK_STEP * scale, 1)
+    h, perturbation = double / 2, 0.0 if exact else perturbation
     values, size = phi_many([h, -h, 2 * h, -2 * h])
     d1 = (values[0] - values[1]) / (2 * h)
     d2 = (values[2] - values[3]) / (4 * h)
@@ -133,7 +176,10 @@ def _one_sided(phi_many: Batched, t: float, perturbation: float, resolve: float,
     import torch
 
     used = 0
+    given = perturbation
     while True:
+        t, exact = _snap(phi_many, t, 1)
+        perturbation = 0.0 if exact else given
         (right, half_right, zero, half_left, left), size = phi_many([t, t / 2, 0.0, -t / 2, -t])
         used += 5
         slope_left = 2 * ((zero - half_left) / (t / 2)) - (zero - left) / t
@@ -152,7 +198,8 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     """Judge *analytic* against d phi/dt at 0 in stages (see the module docstring).
 
     *scale* sets the steps (max(1, |x|)); *perturbation* is the rounding the moved inputs add to
-    phi (eps |g x|_2); *dot_rounding* bounds the rounding of *analytic*. Returns the verdict code,
+    phi (eps |g x|_2; left out where the steps are exact, :func:`_snap`); *dot_rounding* bounds the rounding of
+    *analytic*. Returns the verdict code,
     the reason code, the numeric value, its error bound, the allowance and the scheme.
     """
 
@@ -183,6 +230,16 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                 h0 /= 10
                 again, err2, used2, rounding2 = ridders_scalar(phi_many, h0, perturbation)
                 result["evaluations"] += used2
+                if (getattr(phi_many, "exact", None) is not None and math.isfinite(again) and math.isfinite(err2)
+                        and not (math.isfinite(err) and err2 >= err)):
+                    # exact steps (_snap) leave the moved inputs' rounding out of the bound, and with it what also
+                    # covered a forward whose own rounding grows with its condition (digamma near a pole computes
+                    # tan(pi x): its values are off by ~eps |x f'|, not by an ulp, and Ridders from 1e-10 claimed a
+                    # bound 1,200 times too small). A second tableau from 3/4 of the first step sees the same
+                    # truncation, nearly, and other rounding: their difference is the noise at this scale
+                    other, err3, used3, _ = ridders_scalar(phi_many, 0.75 * h0, perturbation)
+                    result["evaluations"] += used3
+                    err2 = max(err2, err3, abs(again - other)) if math.isfinite(other) else math.inf
                 if (((pair is not None and float(pair[0]) == 0.0 == float(pair[1])) or again == 0.0)
                         and math.isfinite(again) and math.isfinite(err) and err2 < err
                         and abs(again - numeric) > SAFETY * err):
@@ -261,7 +318,7 @@ def _scalar_preamble(x: torch.Tensor, u: torch.Tensor, g: torch.Tensor | None
     import torch
 
     uv, xv = u.item(), x.item()
-    uv = uv / max(math.sqrt(uv * uv), 1e-300) * max(abs(xv), 1.0)
+    uv = _one_element_direction(xv, uv)
     direction = torch.tensor(uv, dtype=torch.float64).reshape(x.shape)
     if g is None:
         return direction, 0.0, {"perturbation": 0.0, "dot_rounding": 0.0}
@@ -308,7 +365,7 @@ def _scalar_phi(problem: Problem, j: int, xv: float, uv: float, ws: list[float],
             if memo is not None and not memo:
                 memo[tuple(ts)] = rows
         return _scalar_weighted(rows, ws)
-    return _with_unit(phi_many, problem)
+    return _with_exact(_with_unit(phi_many, problem), xv, uv)
 
 
 def _scalar_weighted(rows: list[list[float]], ws: list[float]) -> tuple[list[float], float]:
@@ -432,7 +489,10 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
                 if memo is not None and not memo:
                     memo[tuple(ts)] = outs
             return _weighted(outs, ws)
-        return _with_unit(phi_many, problem)
+        marked = _with_unit(phi_many, problem)
+        if x.numel() == 1 and x.dtype == torch.float64 and u.dtype == torch.float64:  # as _scalar_phi
+            marked = _with_exact(marked, x.item(), u.item())
+        return marked
 
     alone: dict[int, tuple[torch.Tensor | None, ...] | None] = {}
 
@@ -496,7 +556,10 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
             u, sizes = u.masked_fill(~torch.isfinite(x), 0.0), _sizes(x)
         if not tiny:
             norm = max(float(torch.linalg.vector_norm(u)), 1e-300)
-            u = u.div_(norm).mul_(sizes)  # u / |u| * sizes: u is ours
+            if x.numel() == 1 and x.dtype == torch.float64 and f.held is None:  # as _scalar_preamble
+                u = torch.full_like(u, _one_element_direction(x.item(), u.item()))
+            else:
+                u = u.div_(norm).mul_(sizes)  # u / |u| * sizes: u is ours
             gu = None if g is None else g * u
             analytic = 0.0 if gu is None else float(gu.sum())
             out = judge_along(phi_for(j, u, memo=memo), analytic, _projected(tol, u, vs), scale=1.0,
