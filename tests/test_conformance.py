@@ -1021,6 +1021,19 @@ def test_every_step_of_a_ridders_tableau_moves_x_exactly(at, base):
         assert any(not torch.equal((x + plain / 2**k) - x, plain / 2**k) for k in range(RIDDERS_COLUMNS))
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_a_low_precision_input_keeps_steps_of_its_size(dtype):
+    """32 spacings of bfloat16 at 2.5 are 0.5, twenty times a step of 1e-2 * 2.5: where exact halves would need a
+    step that much larger, the step stays as ``steps`` makes it (within a factor of 2 of base * max(1, |x|))."""
+    from gradaudit.evaluate import halving_steps
+    from gradaudit.numeric import RIDDERS_COLUMNS
+
+    x = torch.tensor([0.3, -2.5, 1000.0], dtype=dtype)
+    h = halving_steps(x, 1e-2, RIDDERS_COLUMNS).to(F64)
+    nominal = 1e-2 * x.to(F64).abs().clamp_min(1.0)
+    assert bool(((h >= nominal / 2) & (h <= nominal * 2)).all()), h.tolist()
+
+
 @pytest.mark.parametrize("fn, at", [(torch.tan, math.pi / 2 - 1e-6), (torch.digamma, -0.99999),
                                     (torch.lgamma, -1.999999)], ids=["tan", "digamma", "lgamma"])
 def test_full_mode_next_to_a_pole_passes_a_right_backward_and_fails_one_off_by_1e_6(fn, at):

@@ -639,14 +639,16 @@ def halving_steps(x: torch.Tensor, base: float, columns: int) -> torch.Tensor:
     lands up to half a spacing (5.6e-17) off, the quotient is off by 1.1e-7 relative (ulp / h), and near a
     singularity Ridders' tableau extrapolates that into a bound 1e4 times too small (atanh's right backward failed,
     digamma's at 1e-5 from its pole too). Where the function's points cross a power of two upwards, the coarser
-    spacing there may still round x + h / 2^k; elsewhere every step is exact."""
+    spacing there may still round x + h / 2^k; elsewhere every step is exact. Where 2^(columns - 1) spacings exceed
+    h itself (a float16 or bfloat16 input: 32 spacings at 2.5 are 0.5 in bfloat16), h is left as ``steps`` makes it
+    rather than made many times larger."""
     import torch
 
     h = steps(x, base).detach()
     top = x.detach().abs().add(h)
     unit = torch.nextafter(top, torch.full_like(top, math.inf)).sub_(top).mul_(2.0 ** (columns - 1))
-    rounded = torch.round(h / unit).clamp_min_(1.0).mul_(unit)
-    return torch.where(torch.isfinite(rounded), rounded, h)
+    rounded = torch.round(h / unit).mul_(unit)
+    return torch.where(torch.isfinite(rounded) & (unit <= h), rounded, h)
 
 
 def ridders_columns(problem: Problem, j: int, cols: torch.Tensor, info: Info, *, base: float = RIDDERS_BASE,
