@@ -55,6 +55,19 @@ def text_of(output) -> str:
     return output.get("data", {}).get("text/plain", "")
 
 
+#: ipykernel's race at kernel shutdown, after the notebook has run: the control channel's "idle" status is sent
+#: through the IO thread's event pipe after that pipe is closed, and tornado logs the ZMQError (ENOTSOCK). Seen once
+#: in a fresh clone's full run on a loaded machine (ipykernel 7.4.0, pyzmq 27.3.0); ipykernel#1518 catches the same
+#: race one call later. Not ours, and not a warning from the notebook's code: it alone is left out of the check
+SHUTDOWN_RACE = re.compile(r"ERROR:tornado\.general:Uncaught exception in ZMQStream callback\nTraceback \(most recent "
+                           r"call last\):\n(?:  .*\n)+zmq\.error\.ZMQError: Socket operation on non-socket\n?")
+
+
+def _without_shutdown_race(err: str) -> str:
+    """*err* without ipykernel's ENOTSOCK traceback at kernel shutdown (SHUTDOWN_RACE); anything else stays."""
+    return SHUTDOWN_RACE.sub("", err)
+
+
 def no_warnings(nb, captured_err: str, raising: str = "\0") -> None:
     """No stderr stream in any cell, no error except in the torch cells of a function that raises (*raising*
     names it: as the learner's own code would, they show the error), nothing on the kernel's stderr."""
@@ -65,6 +78,7 @@ def no_warnings(nb, captured_err: str, raising: str = "\0") -> None:
                     assert raising in cell.source and cell.metadata["gradaudit"]["channel"], cell.source
                 assert not (o["output_type"] == "stream" and o["name"] == "stderr"), (cell.source, o["text"])
     # the kernel's own stderr (inherited from this process): no TCP-encryption or frozen-modules warning
+    captured_err = _without_shutdown_race(captured_err)
     assert "WARNING" not in captured_err and "without encryption" not in captured_err, captured_err
     assert "frozen" not in captured_err and "Traceback" not in captured_err, captured_err
 
