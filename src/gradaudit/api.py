@@ -229,7 +229,7 @@ def _first_calls(problem: Problem) -> None:
     pristine = [x.clone() if torch.is_tensor(x) else None for x in problem.inputs]
     leaves = problem.leaves()
     problem.keep = problem.point = None
-    with torch.enable_grad():  # with its graph: the first backward (metadata, vᵀJ) reuses it
+    with E.GradMode(True):  # with its graph: the first backward (metadata, vᵀJ) reuses it
         outs = problem.call(*leaves)
     problem.keep, left_out = _kept_outputs(outs)
     if not problem.keep:
@@ -247,7 +247,7 @@ def _first_calls(problem: Problem) -> None:
                 f"Work on a copy inside the function ({name} = {name}.clone()); the caller's tensor is untouched"))
     if not any(problem.inputs[j].numel() for j in problem.diff):
         return  # nothing to perturb, so no evaluation but this one: whether another would agree decides nothing
-    with torch.no_grad():
+    with E.GradMode(False):
         try:
             again = _outputs(problem.call(*problem.inputs))
         except EvaluationError as exc:  # with gradients off the function fails: perhaps it differentiates inside
@@ -469,6 +469,11 @@ def _check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Describe
     start = time.perf_counter()
     label = name or who.name
     try:
+        if timeout is None and torch.is_grad_enabled() and not torch.is_inference_mode_enabled():
+            # the guards would change nothing (their context managers cost more than a small check's arithmetic)
+            return _checked(fn, inputs, who=who, repro=repro, mode=mode, tolerance=tolerance, forward_ad=forward_ad,
+                            order=order, seed=seed, names=names, expected=expected, nondet_tol=nondet_tol,
+                            label=label, start=start, kwargs=kwargs)
         with torch.inference_mode(False), torch.enable_grad(), time_limit(timeout):
             return _checked(fn, inputs, who=who, repro=repro, mode=mode, tolerance=tolerance, forward_ad=forward_ad,
                             order=order, seed=seed, names=names, expected=expected, nondet_tol=nondet_tol,
@@ -529,16 +534,18 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
     vs = []
     dead: list[torch.Tensor | None] = []  # per output, its elements not finite at the point (None: all finite)
     for k, o in enumerate(problem.outputs):
-        s = torch.rand(o.shape, generator=gen, dtype=torch.float64)
-        if E.LEAN and s.numel() <= TINY:  # the same IEEE operations in Python floats: sign(s) (|s| + 0.5), s = 2 r - 1
-            raw = problem.f_size(k).tolist()
+        if E.LEAN and o.numel() <= TINY:  # the same IEEE operations in Python floats: sign(s) (|s| + 0.5), s = 2 r - 1
+            s = torch.rand(o.shape, generator=gen, dtype=torch.float64)
+            raw = [max(abs(f), 1.0) for f in o.reshape(-1).tolist()]  # problem.f_size(k); NaN stays NaN
             sizes = [min(a, WEIGHT_SIZE) if a != math.inf else 1.0 for a in raw]
             values = [(1.0 if t > 0 else -1.0 if t < 0 else 0.0) * (abs(t) + 0.5) / (a if a == a else 1.0)  # NaN: 1
                       for t, a in zip((r * 2 - 1 for r in s.reshape(-1).tolist()), sizes)]
             vs.append(torch.tensor(values, dtype=torch.float64).reshape(o.shape))
             dead.append(None if all(a < math.inf for a in raw) else torch.tensor([not a < math.inf for a in raw]))
             continue
-        s = s.mul_(2).sub_(1)
+        # 2 r - 1 for r = torch.rand's draw, the same values and the same state after (uniform_ scales that draw, and
+        # 2 r is exact): one tensor operation fewer than rand, mul_ and sub_
+        s = torch.empty(o.shape, dtype=torch.float64).uniform_(-1.0, 1.0, generator=gen)
         s = s.add_(s.sign(), alpha=0.5)  # s + 0.5 sign(s): sign(s) (|s| + 0.5), rounded the same (exactly)
         size = problem.f_size(k)
         finite = torch.isfinite(size)
@@ -696,7 +703,7 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
         (xs, outs), problem.point = problem.point, None  # the first forward's graph, released after these two
     else:
         xs, outs = problem.forward_with_graph()
-    cot = [v.to(o.dtype) for v, o in zip(vs, outs)]
+    cot = [v if v.dtype == o.dtype else v.to(o.dtype) for v, o in zip(vs, outs)]
     wrt = [xs[i] for i in problem.diff]
     differentiable = [(o, c) for o, c in zip(outs, cot) if o.requires_grad]
     if not differentiable:

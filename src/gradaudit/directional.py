@@ -353,14 +353,14 @@ def _scalar_phi(problem: Problem, j: int, xv: float, uv: float, ws: list[float],
             info.setdefault("evaluation", "loop")
             xs, call, rows = list(problem.inputs), problem.call, []
             grad_was = torch.is_grad_enabled()
-            torch.set_grad_enabled(False)
+            torch._C._set_grad_enabled(False)
             try:
                 for t in ts:
                     single = torch.scalar_tensor(xv + t * uv, dtype=torch.float64)
                     xs[j] = single if not shape else single.reshape(shape)
                     rows.append([o.item() for o in call(*xs)])
             finally:
-                torch.set_grad_enabled(grad_was)
+                torch._C._set_grad_enabled(grad_was)
             rows = _without_dead_scalars(problem, rows)
             if memo is not None and not memo:
                 memo[tuple(ts)] = rows
@@ -478,7 +478,7 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
             outs = None if memo is None else memo.get(tuple(ts))
             if outs is None:
                 evals[0] += len(ts)
-                with torch.no_grad():
+                with E.GradMode(False):
                     if E.LEAN and len(ts) <= SMALL_BATCH:  # batched_outputs' loop, on the same points, no batch
                         got = _loop_along(problem, j, x, u, ts, info)
                     else:
@@ -514,14 +514,15 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
     scalars = E.LEAN and len(problem.outputs) <= 4 and all(
         o.dtype == torch.float64 and o.numel() == 1 for o in problem.outputs)
     # uniform: randn costs 3x more
-    draws = [torch.rand(problem.inputs[j].shape, generator=gen, dtype=torch.float64).mul_(2).sub_(1)
-             for j in problem.diff]
+    draws = [torch.empty(problem.inputs[j].shape, dtype=torch.float64).uniform_(-1.0, 1.0, generator=gen)
+             for j in problem.diff]  # 2 r - 1 for torch.rand's r, exactly (see api._gather)
     if len(problem.diff) > 1:
         # each input's direction scaled by its own random factor in [0.5, 1.5) when moved with the others: a
         # one-element input's u is ±max(1, |x|), and two of them at unit scale cancel errors of opposite sign
         # on half of the seeds ((x - y)^2 with both partials halved); at independent continuous scales, never.
         # Drawn after the directions, which the inputs' own checks use unchanged
-        factors = (torch.rand(len(problem.diff), generator=gen, dtype=torch.float64) + 0.5).tolist()
+        # (r + 0.5 for torch.rand's r, exactly)
+        factors = torch.empty(len(problem.diff), dtype=torch.float64).uniform_(0.5, 1.5, generator=gen).tolist()
         together = _together(problem, draws, factors, vs, grads, tol, output_alone, evals, info)
         if together is not None:  # every input agrees at once: nothing is left to decide input by input
             comparisons += together
@@ -725,7 +726,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
                 info.setdefault("evaluation", "loop")
                 xs = list(problem.inputs)
                 rows: list[Any] = []  # per step: the outputs (their values, for scalars)
-                with torch.no_grad():
+                with E.GradMode(False):
                     for t in ts:
                         for pos, (j, x, u) in enumerate(parts):
                             if scalars:  # x + t u in Python floats, a fresh one-element tensor

@@ -87,7 +87,7 @@ class Problem:
             fresh = [x.detach().requires_grad_(True) if i in self.diff and torch.is_tensor(x) and not x.requires_grad
                      and x.is_floating_point() else x for i, x in enumerate(xs)]
             if any(a is not b for a, b in zip(fresh, xs)):  # an evaluation, not a forward whose graph is wanted
-                with torch.enable_grad():
+                with GradMode(True):
                     outs = self._call(*fresh)
                 return [o.detach() if torch.is_tensor(o) else o for o in outs]
         return self._call(*xs)
@@ -96,6 +96,18 @@ class Problem:
         try:
             if self.random is False:
                 out = self.fn(*xs)
+            elif not self.rng_devices:  # fixed_rng for the CPU generator, inlined: this runs once per evaluation
+                import torch
+
+                gen = torch.random.default_generator
+                saved = gen.get_state()
+                try:
+                    gen.manual_seed(self.rng_seed)
+                    out = self.fn(*xs)
+                    if self.random is None:  # the first call: does the function draw random numbers?
+                        self.random = not gen.get_state().equal(_seeded_state(self.rng_seed))
+                finally:
+                    gen.set_state(saved)
             else:
                 with fixed_rng(self.rng_seed, self.rng_devices):
                     before = None if self.random else _rng_states(self.rng_devices)
@@ -131,10 +143,8 @@ class Problem:
         backward passes gets its own forward right before it, as in a training step: a backward may read
         state its forward left outside autograd (a hook's stored activations), which evaluations at other
         points overwrite."""
-        import torch
-
         xs = self.leaves()
-        with torch.enable_grad():
+        with GradMode(True):
             return xs, self.call(*xs)
 
     def with_input(self, j: int, value: torch.Tensor) -> list[torch.Tensor]:
@@ -196,10 +206,46 @@ def _flat_outputs(out: Any) -> list[Any]:
     return list(tree_flatten(out)[0])
 
 
+class GradMode:
+    """``torch.no_grad()`` (``GradMode(False)``) or ``torch.enable_grad()`` (``GradMode(True)``): the same switch
+    of autograd's grad mode, restored on exit, without the decorator machinery that makes torch's context
+    managers cost more than a small function's evaluation."""
+
+    __slots__ = ("enabled", "was")
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.was = True
+
+    def __enter__(self) -> None:
+        import torch
+
+        self.was = torch.is_grad_enabled()
+        torch._C._set_grad_enabled(self.enabled)
+
+    def __exit__(self, *exc: object) -> None:
+        import torch
+
+        torch._C._set_grad_enabled(self.was)
+
+
 def _real(t: Any) -> Any:
     import torch
 
     return torch.view_as_real(t.resolve_conj()) if torch.is_tensor(t) and t.is_complex() else t
+
+
+_SEEDED: dict[int, torch.Tensor] = {}
+
+
+def _seeded_state(seed: int) -> torch.Tensor:
+    """The state of torch's CPU generator right after manual_seed(seed) (made once per seed)."""
+    state = _SEEDED.get(seed)
+    if state is None:
+        import torch
+
+        state = _SEEDED[seed] = torch.Generator().manual_seed(seed).get_state()
+    return state
 
 
 def _rng_states(devices: tuple[int, ...]) -> list[torch.Tensor]:
@@ -243,7 +289,8 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, **kwargs: Any) -> 
             gos = [grad_outputs] if torch.is_tensor(grad_outputs) else list(grad_outputs)
             wrt = [inputs] if torch.is_tensor(inputs) else list(inputs)
             # a copy each time: a backward that writes to its grad_output must not change the caller's weights
-            pairs = [(o, g.to(o.dtype, copy=True)) for o, g in zip(outs, gos) if o.requires_grad]
+            pairs = [(o, g.clone() if g.dtype == o.dtype else g.to(o.dtype)) for o, g in zip(outs, gos)
+                     if o.requires_grad]
             engine = _engine()
             if engine is not None and pairs and set(kwargs) <= _ENGINE_KWARGS and all(
                     type(t) is torch.Tensor and t.shape == g.shape for t, g in pairs) and all(

@@ -336,7 +336,9 @@ def _analytic(problem: Problem, gen: torch.Generator, info: Info) -> dict[tuple[
             analytic.update({(j, k): torch.zeros(0, problem.inputs[j].numel(), dtype=torch.float64)
                              for j in problem.diff})
             continue
-        c = 0.5 + torch.rand(m, generator=gen, dtype=torch.float64)  # non-unit: a backward must use grad_output
+        # 0.5 + r for torch.rand's r, exactly (uniform_ adds 0.5 to the same draw); non-unit: a backward must use
+        # grad_output
+        c = torch.empty(m, dtype=torch.float64).uniform_(0.5, 1.5, generator=gen)
         height = max(1, _chunk(problem, m))
         for a in range(0, m, height):
             b = min(m, a + height)
@@ -549,7 +551,7 @@ def _quick_tiny(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.
     rows = []
     up_base = [v + 0.0 for v in values]  # x + h e_c holds x + 0.0 away from c (-0.0 reads +0.0), x - h e_c holds x
     grad_was = torch.is_grad_enabled()
-    torch.set_grad_enabled(False)
+    torch._C._set_grad_enabled(False)
     try:
         for point_base, sign in ((up_base, 1.0), (values, -1.0)):
             for c in range(n):
@@ -563,7 +565,7 @@ def _quick_tiny(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.
                     xs[j] = torch.tensor(point, dtype=torch.float64).reshape(shape)  # contiguous and independent
                 rows.append(call(*xs))
     finally:
-        torch.set_grad_enabled(grad_was)
+        torch._C._set_grad_enabled(grad_was)
     info["evaluations"] = info.get("evaluations", 0) + 2 * n
     twice = [2 * h for h in hs]
     x_sizes = [max(abs(v), 1.0) for v in values]
@@ -718,7 +720,8 @@ def _affine(problem: Problem, j: int, info: Info) -> bool:
     x = problem.inputs[j]
     size = x.detach().abs().clamp_min(1.0)
     gen = torch.Generator().manual_seed(1234)  # its own stream: the verdict never depends on this draw
-    us = [(2 * torch.rand(x.shape, generator=gen, dtype=torch.float64) - 1).to(x.dtype) * size for _ in range(2)]
+    us = [torch.empty(x.shape, dtype=torch.float64).uniform_(-1.0, 1.0, generator=gen).to(x.dtype) * size  # 2 r - 1
+          for _ in range(2)]
     info["evaluations"] = info.get("evaluations", 0) + 4
     try:
         from .evaluate import far_outputs
@@ -796,8 +799,8 @@ def _banded(problem: Problem, gen: torch.Generator, info: Info) -> Band | None:
         rr, cc = rr[keep], cc[keep]
         draws = []
         for _ in range(2):
-            w_num = 0.5 + torch.rand(n, generator=gen, dtype=torch.float64)
-            w_ana = 0.5 + torch.rand(n, generator=gen, dtype=torch.float64)
+            w_num = torch.empty(n, dtype=torch.float64).uniform_(0.5, 1.5, generator=gen)  # 0.5 + r, exactly
+            w_ana = torch.empty(n, dtype=torch.float64).uniform_(0.5, 1.5, generator=gen)
             groups = torch.zeros(2, width, n, dtype=torch.float64)  # column c in group c mod width
             groups[0, idx % width, idx] = w_num
             groups[1, idx % width, idx] = w_ana
@@ -929,7 +932,7 @@ def _quick_colored(problem: Problem, j: int, analytic: dict[tuple[int, int], tor
         return None
     group, count = made
     gen = torch.Generator().manual_seed(4321)  # its own stream: an entry is accepted or judged again either way
-    weight = 0.5 + torch.rand(n, generator=gen, dtype=torch.float64)
+    weight = torch.empty(n, dtype=torch.float64).uniform_(0.5, 1.5, generator=gen)  # 0.5 + r for rand's r, exactly
     flat = x.detach().reshape(-1)
     h = steps(x).reshape(-1).to(torch.float64) * weight
     idx = torch.arange(n)

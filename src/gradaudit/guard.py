@@ -20,7 +20,15 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-_deadline = threading.local()
+
+class _Deadline(threading.local):
+    """This thread's time limit: (monotonic deadline, seconds), or None (the class default, read without the
+    AttributeError a missing attribute of a plain threading.local costs on every evaluation)."""
+
+    value: tuple[float, float] | None = None
+
+
+_deadline = _Deadline()
 
 
 class CheckTimeout(BaseException):
@@ -34,7 +42,7 @@ class CheckTimeout(BaseException):
 
 def expired() -> None:
     """Raise CheckTimeout if the current time limit has passed (called before each evaluation)."""
-    limit = getattr(_deadline, "value", None)
+    limit = _deadline.value
     if limit is not None and time.monotonic() > limit[0]:
         raise CheckTimeout(limit[1])
 
@@ -45,7 +53,7 @@ def time_limit(seconds: float | None) -> Iterator[None]:
     if seconds is None:
         yield
         return
-    outer = getattr(_deadline, "value", None)
+    outer = _deadline.value
     _deadline.value = (time.monotonic() + seconds, seconds)
     use_signal = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if not use_signal:
