@@ -211,7 +211,9 @@ def _evidence_copy(x: Any, *, float64: bool = True) -> Any:
     if not torch.is_tensor(x):
         return x
     t = x.detach()
-    if float64 and t.is_floating_point():
+    if float64 and t.dtype == torch.float64:
+        t = t.clone()  # as .to(torch.float64, copy=True) makes it (the same strides), for less
+    elif float64 and t.is_floating_point():
         t = t.to(torch.float64, copy=True)
     elif float64 and t.is_complex():
         t = t.to(torch.complex128, copy=True)

@@ -408,6 +408,12 @@ def _without_dead_scalars(problem: Problem, rows: list[list[float]]) -> list[lis
     return [[0.0 if gone else v for v, gone in zip(row, dead)] for row in rows]
 
 
+def _as_float64(t: torch.Tensor) -> torch.Tensor:
+    import torch
+
+    return t if t.dtype == torch.float64 else t.to(torch.float64)
+
+
 def _weighted(outs: list[torch.Tensor], ws: list[torch.Tensor]) -> tuple[list[float], float]:
     """sum_k v_k . f_k per row of the outputs (one row per step), and the largest 2-norm of the terms."""
     import torch
@@ -739,7 +745,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
                         out = problem.call(*xs)
                         rows.append([o.item() for o in out] if scalars else out)
                 got = memo[tuple(ts)] = _without_dead_scalars(problem, rows) if scalars else _without_dead(problem, [
-                    torch.stack([r[k] for r in rows]).reshape(len(ts), -1).to(torch.float64)
+                    _as_float64(torch.stack([r[k] for r in rows]).reshape(len(ts), -1))
                     for k in range(len(problem.outputs))])
             return _scalar_weighted(got, [v.item() for v in ws]) if scalars else _weighted(got, ws)
         return _with_unit(phi_many, problem)
