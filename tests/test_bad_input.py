@@ -611,6 +611,33 @@ def test_check_inside_no_grad_and_inference_mode():
             assert not torch.is_grad_enabled()
 
 
+def test_a_function_that_switches_gradients_off_leaves_the_callers_grad_mode_on():
+    # the check skips torch's context managers where they would change nothing on the way in; on the way out
+    # the caller's mode is still restored, as the context managers restored it
+    def leaks(x):
+        torch.set_grad_enabled(False)
+        return x * x
+
+    x = torch.tensor([0.5, -1.0], dtype=torch.float64, requires_grad=True)
+    res = ga.check(leaks, (x,))
+    assert torch.is_grad_enabled()
+    assert res.verdict == "fail", res  # its output has no graph: autograd's gradient is missing
+    torch.set_grad_enabled(True)
+
+
+def test_the_random_state_probe_keeps_few_seeds_and_reads_each_right():
+    from gradaudit import evaluate as E
+
+    x = torch.tensor([0.5, -1.0], dtype=torch.float64, requires_grad=True)
+    for seed in range(3 * E.SEEDED_KEPT):
+        assert ga.check(lambda x: x * torch.rand(2, dtype=torch.float64), (x,), seed=seed).ok
+        assert ga.check(torch.sin, (x,), seed=seed).info.get("notes") is None  # draws nothing: not called random
+        generator = torch.Generator().manual_seed(seed)
+        if seed in E._SEEDED:
+            assert torch.equal(E._SEEDED[seed], generator.get_state())
+    assert len(E._SEEDED) <= E.SEEDED_KEPT
+
+
 def test_a_function_that_mutates_its_input_leaves_the_callers_tensor_alone():
     x = torch.tensor([0.5, -1.0], dtype=torch.float64, requires_grad=True)
     before = x.detach().clone()

@@ -472,10 +472,14 @@ def _check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Describe
     label = name or who.name
     try:
         if timeout is None and torch.is_grad_enabled() and not torch.is_inference_mode_enabled():
-            # the guards would change nothing (their context managers cost more than a small check's arithmetic)
-            return _checked(fn, inputs, who=who, repro=repro, mode=mode, tolerance=tolerance, forward_ad=forward_ad,
-                            order=order, seed=seed, names=names, expected=expected, nondet_tol=nondet_tol,
-                            label=label, start=start, kwargs=kwargs)
+            # the guards' context managers would change nothing on the way in (they cost more than a small check's
+            # arithmetic); on the way out the caller's grad mode is set again, whatever the function left
+            try:
+                return _checked(fn, inputs, who=who, repro=repro, mode=mode, tolerance=tolerance,
+                                forward_ad=forward_ad, order=order, seed=seed, names=names, expected=expected,
+                                nondet_tol=nondet_tol, label=label, start=start, kwargs=kwargs)
+            finally:
+                torch._C._set_grad_enabled(True)
         with torch.inference_mode(False), torch.enable_grad(), time_limit(timeout):
             return _checked(fn, inputs, who=who, repro=repro, mode=mode, tolerance=tolerance, forward_ad=forward_ad,
                             order=order, seed=seed, names=names, expected=expected, nondet_tol=nondet_tol,

@@ -236,14 +236,17 @@ def _real(t: Any) -> Any:
 
 
 _SEEDED: dict[int, torch.Tensor] = {}
+SEEDED_KEPT = 8  # seeds whose generator state is kept (5 KB each): a loop over many seeds does not grow it
 
 
 def _seeded_state(seed: int) -> torch.Tensor:
-    """The state of torch's CPU generator right after manual_seed(seed) (made once per seed)."""
+    """The state of torch's CPU generator right after manual_seed(seed) (kept for the last few seeds)."""
     state = _SEEDED.get(seed)
     if state is None:
         import torch
 
+        if len(_SEEDED) >= SEEDED_KEPT:
+            _SEEDED.clear()
         state = _SEEDED[seed] = torch.Generator().manual_seed(seed).get_state()
     return state
 
