@@ -81,18 +81,10 @@ def time_limit(seconds: float | None) -> Iterator[None]:
 
 @contextmanager
 def fixed_rng(seed: int, devices: Sequence[int] = ()) -> Iterator[None]:
-    """Seed torch's CPU generator (and those of the given CUDA devices) with *seed*; restore them after."""
+    """Seed torch's CPU generator (and those of the given CUDA devices) with *seed*; restore them after.
+    (``Problem._call`` does this itself for the CPU generator alone, once per evaluation, at less cost.)"""
     import torch
 
-    if not devices:  # the CPU generator alone: what fork_rng does for it, without its other work
-        gen = torch.random.default_generator
-        saved = gen.get_state()
-        try:
-            gen.manual_seed(seed)
-            yield
-        finally:
-            gen.set_state(saved)
-        return
     with torch.random.fork_rng(devices=list(devices), device_type="cuda"):
         torch.random.default_generator.manual_seed(seed)
         for d in devices:
