@@ -352,15 +352,11 @@ def _scalar_phi(problem: Problem, j: int, xv: float, uv: float, ws: list[float],
             evals[0] += len(ts)
             info.setdefault("evaluation", "loop")
             xs, call, rows = list(problem.inputs), problem.call, []
-            grad_was = torch.is_grad_enabled()
-            torch._C._set_grad_enabled(False)
-            try:
+            with E.GradMode(False):
                 for t in ts:
                     single = torch.scalar_tensor(xv + t * uv, dtype=torch.float64)
                     xs[j] = single if not shape else single.reshape(shape)
                     rows.append([o.item() for o in call(*xs)])
-            finally:
-                torch._C._set_grad_enabled(grad_was)
             rows = _without_dead_scalars(problem, rows)
             if memo is not None and not memo:
                 memo[tuple(ts)] = rows

@@ -550,9 +550,7 @@ def _quick_tiny(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.
     xs, call, shape = list(problem.inputs), problem.call, x.shape
     rows = []
     up_base = [v + 0.0 for v in values]  # x + h e_c holds x + 0.0 away from c (-0.0 reads +0.0), x - h e_c holds x
-    grad_was = torch.is_grad_enabled()
-    torch._C._set_grad_enabled(False)
-    try:
+    with E.GradMode(False):
         for point_base, sign in ((up_base, 1.0), (values, -1.0)):
             for c in range(n):
                 if n == 1:  # one element: the cheapest fresh tensor holding it
@@ -564,8 +562,6 @@ def _quick_tiny(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.
                     point[c] = values[c] + hs[c] if sign > 0 else values[c] - hs[c]
                     xs[j] = torch.tensor(point, dtype=torch.float64).reshape(shape)  # contiguous and independent
                 rows.append(call(*xs))
-    finally:
-        torch._C._set_grad_enabled(grad_was)
     info["evaluations"] = info.get("evaluations", 0) + 2 * n
     twice = [2 * h for h in hs]
     x_sizes = [max(abs(v), 1.0) for v in values]
