@@ -188,6 +188,21 @@ def test_tan_near_its_pole_passes_and_a_1e_8_bug_there_fails(mode):
     assert ga.check(wrong, (NEAR_POLES.clone().requires_grad_(),), mode=mode).verdict == "fail"
 
 
+def test_a_projection_curved_near_a_pole_is_settled_at_smaller_quick_steps_and_a_1e_8_bug_still_fails():
+    """1 / x with one element at 0.05: along the random direction the quick stage's truncation is outside the
+    allowance; the stage at halved steps accepts (no Ridders tableau), and the same backward off by 1e-8 either
+    way fails."""
+    x = torch.tensor([0.05, 0.7, 1.3, -0.9], dtype=F64)
+    right = ga.check(_planted(torch.reciprocal, lambda t: -1 / t**2), (x.clone().requires_grad_(),),
+                     mode="directional")
+    assert right.ok, right
+    (entry,) = right.info["directional"]
+    assert entry["scheme"].startswith("richardson (h/") and entry["evaluations"] < 12, entry
+    for rel in (1e-8, -1e-8):
+        wrong = _planted(torch.reciprocal, lambda t: -1 / t**2, rel=rel)
+        assert ga.check(wrong, (x.clone().requires_grad_(),), mode="directional").verdict == "fail"
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_functions_near_the_edge_of_their_domain_pass(mode):
     x = torch.tensor([0.996, -0.9, 0.2], dtype=F64, requires_grad=True)  # asin' = 1/sqrt(1 - x^2): 11.2 at 0.996

@@ -168,6 +168,44 @@ def test_directional_judge_accepts_quickly_and_only_ridders_can_fail():
     assert abs(wrong["numeric"] - exact) < 1e-11
 
 
+def test_the_quick_stage_halves_its_steps_where_only_its_truncation_kept_it_from_accepting():
+    """phi = 1 / (0.05 + t), phi'(0) = -400: at h = 7e-4, s = (h / 0.05)^2 = 2e-4 and Richardson's value is off by
+    about 4 s^2 400 = 6e-5, far outside the allowance (rtol 1e-10 x 400 = 4e-8) and so is its truncation estimate.
+    Each halving divides that error by 16, so the stage at h/8 (10 evaluations, not Ridders' 4 + 8 and more)
+    accepts a right gradient within its allowance; a gradient off by 1e-8 is not accepted there and fails
+    on Ridders' evidence, as before."""
+    from gradaudit.directional import judge_along, scalar_batch
+
+    tol = resolve("autograd_vs_evidence", "float64")
+    phi = scalar_batch(lambda t: 1.0 / (0.05 + t))
+    right = judge_along(phi, -400.0, tol, scale=1.0, perturbation=0.0, dot_rounding=0.0)
+    assert right["verdict"] == 0 and right["scheme"] == "richardson (h/8, h/4)" and right["evaluations"] == 10
+    assert abs(right["numeric"] + 400.0) <= right["allowed"] < 5e-8  # 4e-8 + 10 x its rounding bound
+    for rel in (1e-8, -1e-8):
+        wrong = judge_along(phi, -400.0 * (1 + rel), tol, scale=1.0, perturbation=0.0, dot_rounding=0.0)
+        assert wrong["verdict"] == 1 and wrong["scheme"].startswith("ridders"), wrong
+
+
+def test_a_halved_stage_takes_its_truncation_from_the_two_stages():
+    """phi = 1 + t + c t^5 has central differences D(h) = 1 + c h^4 exactly, so Richardson's value at h is off by
+    -4 c h^4 and at h/2 by -c h^4 / 4: their difference over 15 is that error exactly. numeric.truncation's model
+    (4 delta^2 / 9 |R|, from a geometric growth of the Taylor coefficients) reads it as c^2 h^8 terms, a
+    billion times too small here; the halved stage keeps the larger of the two."""
+    from gradaudit.directional import halved, quick_stage, scalar_batch
+    from gradaudit.numeric import truncation
+
+    c = 1e4
+    phi = scalar_batch(lambda t: 1.0 + t + c * t**5)
+    first = quick_stage(phi, 1.0, 0.0)
+    h = first.h
+    assert first.value - 1 == pytest.approx(-4 * c * h**4, rel=1e-4)
+    second = halved(phi, first, 1.0, 0.0)
+    assert second.h == h / 2 and second.evaluations == 6
+    assert second.value - 1 == pytest.approx(-c * h**4 / 4, rel=1e-3)
+    assert second.trunc == pytest.approx(c * h**4 / 4, rel=1e-3)
+    assert truncation(second.d - first.d, second.value) < 1e-6 * c * h**4
+
+
 def test_ridders_along_a_direction_counts_the_rounding_of_the_moved_inputs():
     """Directional mode's points x + t u are rounded and its quotients divide by t, so each carries the rounding
     the moved inputs add to phi (eps |g x|, *perturbation*) over the step, as its quick stage and its slopes count

@@ -8,7 +8,9 @@ The evidence comes in stages, and only evidence with a full error bound can fail
    eps^(1/5) where its h^4 truncation meets rounding) accepts when autograd agrees to within the
    tolerance plus its rounding bound, and its truncation error, estimated from D(h) - D(2h)
    (:func:`gradaudit.numeric.truncation`), is within that allowance too; with several inputs, all of
-   them are first moved at once (:func:`_together`);
+   them are first moved at once (:func:`_together`). Where only that truncation estimate kept it from
+   accepting, the stage is taken again at half its steps (2 evaluations each, up to HALVINGS times,
+   :func:`halved`), its truncation then also read from the two stages' difference;
 2. otherwise Ridders' tableau (8 more evaluations, with its own error estimate);
 3. where Ridders disagrees, one-sided slopes along u at a small step (each extrapolated from t and
    t/2) tell a kink or a discontinuity inside the steps (inconclusive) from a wrong gradient (fail);
@@ -24,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import evaluate as E
 from . import judge as J
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 
 RIDDERS_COLUMNS = 4  # from h0 = 1e-2 * scale: extrapolation error far below rounding (eps|f|/h ~ 2e-13)
 QUICK_STEP = 7e-4  # about eps^(1/5): Richardson's best step in float64 (BENCH_ANCHORS, section 4)
+HALVINGS = 4  # the quick stage's steps halved at most this many times (worth_halving) before Ridders
 SPLIT = 1e-6  # a projection resolves an element when its allowance is at most this fraction of the element's term
 SPLITS = 8  # elements a projection cannot resolve are judged again on their own, at most this many times
 LOCATE = 32  # bisection locates at most this many elements per input; the count then says "at least"
@@ -142,7 +145,32 @@ def scalar_batch(phi: Callable[[float], float]) -> Batched:
     return many
 
 
-def quick_stage(phi_many: Batched, scale: float, perturbation: float) -> tuple[float, float, float, float]:
+class Quick(NamedTuple):
+    """One quick stage: Richardson's (4 D(h) - D(2h)) / 3 and what judging it needs, with what a stage at
+    half its steps reuses (D(h), the steps, the terms' size, whether the moved inputs were exact)."""
+
+    value: float  # the extrapolated derivative
+    err: float  # its rounding bound
+    natural: float  # the derivative's natural size (error bounds are judged against it)
+    trunc: float  # the estimate of its truncation error (numeric.truncation)
+    h: float
+    d: float  # D(h), the central difference at h
+    size: float  # the largest 2-norm of phi's terms at the points used
+    exact: bool  # every point x +- t u exact (_snap): the moved inputs' rounding left out of err
+    evaluations: int
+
+
+def _richardson(d1: float, d2: float, h: float, size: float, perturbation: float, scale: float, unit: float,
+                exact: bool, evaluations: int) -> Quick:
+    """The quick stage's estimate from D(h) (*d1*) and D(2h) (*d2*); its rounding bound is (4 (1/h) + 1/(2h)) / 3
+    ulps of phi (eps |phi's terms| + *perturbation*) per unit of phi's rounding."""
+    err = 1.5 * (EPS64 * unit * size + perturbation) / h
+    value = (4 * d1 - d2) / 3
+    return Quick(value, err, max(1.0, size) / scale, float(truncation(d1 - d2, value)), h, d1, size, exact,
+                 evaluations)
+
+
+def quick_stage(phi_many: Batched, scale: float, perturbation: float) -> Quick:
     """Richardson's (4 D(h) - D(2h)) / 3 of central differences at h = QUICK_STEP * scale and 2h (4
     evaluations): the value, its rounding bound, the derivative's natural size (error bounds are judged
     against it) and the estimate of its truncation error (:func:`numeric.truncation`)."""
@@ -151,15 +179,60 @@ def quick_stage(phi_many: Batched, scale: float, perturbation: float) -> tuple[f
     values, size = phi_many([h, -h, 2 * h, -2 * h])
     d1 = (values[0] - values[1]) / (2 * h)
     d2 = (values[2] - values[3]) / (4 * h)
-    err = 1.5 * (EPS64 * _unit(phi_many) * size + perturbation) / h  # (4 (1/h) + 1/(2h)) / 3 ulps of phi
-    value = (4 * d1 - d2) / 3
-    return value, err, max(1.0, size) / scale, float(truncation(d1 - d2, value))
+    return _richardson(d1, d2, h, size, perturbation, scale, _unit(phi_many), exact, 4)
+
+
+def halved(phi_many: Batched, quick: Quick, scale: float, perturbation: float) -> Quick:
+    """The quick stage again at half its steps, (4 D(h/2) - D(h)) / 3 with D(h) kept (2 evaluations): where
+    only its truncation estimate kept the stage from accepting (:func:`worth_halving`), that estimate falls by
+    16 per halving while the rounding bound doubles, and 2 evaluations replace Ridders' 8 (pca_lowrank, whose
+    random projections curve within 1e-3: 20 evaluations of a 2 ms function became 6). The moved inputs'
+    rounding stays out of the bound only where the new points are exact too (:func:`_exact_at`)."""
+    h = quick.h / 2
+    exact = quick.exact and _exact_at(phi_many, h)
+    values, size = phi_many([h, -h])
+    d = (values[0] - values[1]) / (2 * h)
+    finer = _richardson(d, quick.d, h, max(size, quick.size), 0.0 if exact else perturbation, scale, _unit(phi_many),
+                        exact, quick.evaluations + 2)
+    # the two stages' values differ by 15/16 of the coarser one's h^4 term: 1/15 of that difference is this one's
+    # truncation, whatever the Taylor coefficients' growth (numeric.truncation assumes a geometric one: near
+    # digamma's poles it read 11 times too small, at every step)
+    return finer._replace(trunc=max(finer.trunc, abs(quick.value - finer.value) / 15))
+
+
+def _exact_at(phi_many: Batched, t: float) -> bool:
+    """Whether x +- t u is exact, for a one-element input marked by :func:`_with_exact` (as :func:`_snap` asks)."""
+    grid = getattr(phi_many, "exact", None)
+    if grid is None:
+        return False
+    xv, uv = grid
+    step = t * uv
+    return (xv + step) - xv == step and (xv - step) - xv == -step
+
+
+def worth_halving(judged: J.Judged, quick: Quick, halvings_left: int) -> bool:
+    """Whether the quick stage at smaller steps could accept: it did not accept (:func:`settled`) only because
+    its truncation estimate exceeds the allowance, that estimate divided by 16 per halving left would be within
+    it, and the disagreement is no larger than the allowance plus that estimate (a larger one is not the steps'
+    truncation: Ridders and the slopes judge it)."""
+    allowed = _allowed(judged)
+    trunc = quick.trunc
+    return (halvings_left > 0 and math.isfinite(trunc) and trunc > allowed
+            and trunc <= allowed * 16.0 ** halvings_left and float(judged.diff.max()) <= allowed + 16 * trunc)
 
 
 def settled(judged: J.Judged, trunc: float) -> bool:
     """The quick stage accepts: its judge passed and the truncation estimate is within the allowance (else
     a gradient error of that size could hide in the extrapolated value)."""
     return int(judged.verdict) == J.PASS and trunc <= _allowed(judged)
+
+
+def _scheme(quick: Quick) -> str:
+    """The quick stage's scheme as a record names it: its steps, relative to the first stage's h."""
+    halvings = (quick.evaluations - 4) // 2
+    if not halvings:
+        return "richardson (h, 2h)"
+    return f"richardson (h/{2 ** halvings}, {'h' if halvings == 1 else f'h/{2 ** (halvings - 1)}'})"
 
 
 def _one_sided(phi_many: Batched, t: float, perturbation: float, resolve: float, cap: float
@@ -206,16 +279,24 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     obs = float(analytic)
     clash = False  # Ridders from smaller steps disagreed with the larger ones' estimate beyond its bound
     pair = None  # the one-sided slopes, where measured
-    quick, err, natural, trunc = quick_stage(phi_many, scale, perturbation)
-    judged = J.judge(obs, quick, tol, observed_bound=dot_rounding,
-                     reference_bound=err, scale=natural, precision=precision)
-    result: dict[str, Any] = {"numeric": quick, "error_bound": err, "scheme": "richardson (h, 2h)", "evaluations": 4}
-    if not settled(judged, trunc):
+    quick = quick_stage(phi_many, scale, perturbation)
+    judged = J.judge(obs, quick.value, tol, observed_bound=dot_rounding,
+                     reference_bound=quick.err, scale=quick.natural, precision=precision)
+    for left in range(HALVINGS, 0, -1):
+        if settled(judged, quick.trunc) or not worth_halving(judged, quick, left):
+            break
+        quick = halved(phi_many, quick, scale, perturbation)
+        judged = J.judge(obs, quick.value, tol, observed_bound=dot_rounding,
+                         reference_bound=quick.err, scale=quick.natural, precision=precision)
+    natural = quick.natural
+    result: dict[str, Any] = {"numeric": quick.value, "error_bound": quick.err, "scheme": _scheme(quick),
+                              "evaluations": quick.evaluations}
+    if not settled(judged, quick.trunc):
         h0 = 1e-2 * scale
         numeric, err, used, rounding = ridders_scalar(phi_many, h0, perturbation)
         judged = J.judge(obs, numeric, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
                          precision=precision)
-        result = {"numeric": numeric, "error_bound": err, "scheme": "ridders", "evaluations": 4 + used}
+        result = {"numeric": numeric, "error_bound": err, "scheme": "ridders", "evaluations": quick.evaluations + used}
         first = (numeric, err, h0)  # the largest steps' estimate: a staircase's quanta grow as 1 / h below them
         pair = None
         shrinks = 0
@@ -337,11 +418,17 @@ def _scalar_rounding(gv: float, xv: float, uv: float) -> tuple[float, dict[str, 
     return 0.0 + gu, {"perturbation": perturbation, "dot_rounding": 4 * EPS64 * abs(gu) * 1.0}
 
 
+def _keeps(memo: dict[tuple[float, ...], Any], ts: list[float]) -> bool:
+    """Whether a phi's *memo* keeps the outputs at the steps *ts*: the quick stage's batch (the first asked for) and
+    its halvings' (:func:`halved`: 2 steps each), no more (each output's own check asks for the same steps)."""
+    return not memo or (len(ts) == 2 and len(memo) <= HALVINGS)
+
+
 def _scalar_phi(problem: Problem, j: int, xv: float, uv: float, ws: list[float],
                 memo: dict[tuple[float, ...], Any] | None, evals: list[int], info: Info) -> Batched:
     """phi_many for a one-element input and scalar outputs, in Python floats: the points x + t u, the calls
     in order (batched_outputs' loop), sum_k v_k f_k in order and the largest sqrt(sum_k (v_k f_k)^2), as the
-    tensor path sums them (in order, for at most 4 terms). *memo* keeps the first batch's outputs."""
+    tensor path sums them (in order, for at most 4 terms). *memo* keeps the quick stages' outputs (:func:`_keeps`)."""
     import torch
 
     shape = problem.inputs[j].shape
@@ -358,7 +445,7 @@ def _scalar_phi(problem: Problem, j: int, xv: float, uv: float, ws: list[float],
                     xs[j] = single if not shape else single.reshape(shape)
                     rows.append([o.item() for o in call(*xs)])
             rows = _without_dead_scalars(problem, rows)
-            if memo is not None and not memo:
+            if memo is not None and _keeps(memo, ts):
                 memo[tuple(ts)] = rows
         return _scalar_weighted(rows, ws)
     return _with_exact(_with_unit(phi_many, problem), xv, uv)
@@ -488,7 +575,7 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
                         got = batched_outputs(problem, j, (x + t * u).to(x.dtype), info)
                 outs = _without_dead(problem, [o.reshape(len(ts), -1) if o.dtype == torch.float64
                                                else o.to(torch.float64).reshape(len(ts), -1) for o in got])
-                if memo is not None and not memo:
+                if memo is not None and _keeps(memo, ts):
                     memo[tuple(ts)] = outs
             return _weighted(outs, ws)
         marked = _with_unit(phi_many, problem)
@@ -775,14 +862,21 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
         total = math.fsum(analytic)
         if abs(total) < 0.5 * math.fsum(abs(a) for a in analytic):
             return None  # the inputs' terms cancel (for one output alone, where the signs were not chosen)
-        numeric, err, natural, trunc = quick_stage(phi_for(weights), 1.0, math.hypot(*perturbations))
-        allowed = math.inf
-        for (_, _, u), a in zip(parts, analytic):  # within every input's own allowance, without its rtol term
-            judged = J.judge(a + (total - numeric), a, _projected(exact, u, weights), observed_bound=dot,
-                             reference_bound=err, scale=natural, precision=precision)
-            if not settled(judged, trunc):
+        phi, perturbation = phi_for(weights), math.hypot(*perturbations)
+        quick = quick_stage(phi, 1.0, perturbation)
+        for left in range(HALVINGS, -1, -1):
+            # within every input's own allowance, without its rtol term
+            judgeds = [J.judge(a + (total - quick.value), a, _projected(exact, u, weights), observed_bound=dot,
+                               reference_bound=quick.err, scale=quick.natural, precision=precision)
+                       for (_, _, u), a in zip(parts, analytic)]
+            unsettled = [judged for judged in judgeds if not settled(judged, quick.trunc)]
+            if not unsettled:
+                break
+            if not all(worth_halving(judged, quick, left) for judged in unsettled):
                 return None
-            allowed = min(allowed, _allowed(judged))
+            quick = halved(phi, quick, 1.0, perturbation)
+        numeric, err = quick.value, quick.err
+        allowed = min(_allowed(judged) for judged in judgeds)
         if k is None:
             # an element whose term this allowance cannot resolve is judged by its input's own check (_split)
             for (_, x, u), g, norm in zip(parts, gs, norms):
@@ -792,7 +886,8 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
                                              u.reshape(-1) != 0).any()):
                     return None
             found.append({"input": f"{names} (together)", "autograd": total, "numeric": numeric, "error_bound": err,
-                          "scheme": "richardson (h, 2h), every input along its own u at once", "evaluations": 4,
+                          "scheme": f"{_scheme(quick)}, every input along its own u at once",
+                          "evaluations": quick.evaluations,
                           "allowed": allowed, "verdict": "pass", "reason": J.reason_text(J.OK, total, numeric, None)})
     return found
 
