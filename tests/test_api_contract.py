@@ -207,6 +207,35 @@ def test_a_real_error_beside_30_kinks_still_fails_and_is_located(mode):
     assert sum(m.kind == "kink" for m in res.mismatches) == 30
 
 
+class SinWrongAt(torch.autograd.Function):
+    """sin, whose backward is 1e-6 too large at elements 1, 2, 5 and 6 of 8."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        bad = torch.tensor([0, 1, 1, 0, 0, 1, 1, 0], dtype=F64)
+        return g * x.cos() * (1 + 1e-6 * bad)
+
+
+def test_bisection_asks_parts_only_whether_they_agree_and_judges_elements_whole():
+    """Every half and quarter of the 8 elements holds a wrong one. A part is asked only whether the quick stage
+    accepts it (4 evaluations; what it does not accept is split), and only elements are judged whole, with
+    Ridders and the slopes: the same 4 elements are found as when every part was judged whole, for the whole
+    (at most 22 evaluations), 6 parts x 4, 4 right elements x 4 and 4 wrong ones x at most 22: at most 150
+    evaluations, where judging the 6 parts whole cost at least 6 x 12 more (258)."""
+    x = torch.linspace(-1.5, 2.0, 8, dtype=F64, requires_grad=True)
+    res = ga.check(SinWrongAt.apply, (x,), mode="directional")
+    assert res.verdict == "fail", res
+    assert sorted(m.element for m in res.mismatches) == [(1,), (2,), (5,), (6,)]
+    assert res.records[0].discrepancy.mismatched == 4 and res.records[0].discrepancy.exact
+    assert res.info["evaluations"] <= 150
+
+
 class EveryElementWrong(Square):
     @staticmethod
     def backward(ctx, g):  # y = x^2: dy/dx = 2x; the backward returns 3x everywhere
