@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from . import evaluate as E
 from . import judge as J
@@ -48,6 +48,14 @@ LOCATE = 32  # bisection locates at most this many elements per input; the count
 EPS64 = 2.220446049250313e-16
 SHRINKS = 8  # Ridders restarted from h0/10, h0/100, ... while its evidence cannot decide (as full.SHRINKS)
 UNDECIDED = (J.COARSE, J.DISCONTINUITY, J.EVIDENCE_NONFINITE)  # as full.UNDECIDED
+
+
+class Rounding(TypedDict):
+    """The rounding terms of one projection (:func:`_rounding`), passed on to :func:`judge_along` as keywords."""
+
+    perturbation: float
+    dot_rounding: float
+
 
 # values of phi at the steps, and the largest 2-norm of the terms summed into them: their
 # rounding errors are independent, so eps * that norm is the typical rounding of phi
@@ -396,7 +404,7 @@ def _unresolved(judged: J.Judged, err: float, value: float, tol: ToleranceUsed, 
 
 
 def _scalar_preamble(x: torch.Tensor, u: torch.Tensor, g: torch.Tensor | None
-                     ) -> tuple[torch.Tensor, float, dict[str, float]]:
+                     ) -> tuple[torch.Tensor, float, Rounding]:
     """The direction, vᵀJu and the rounding terms of a one-element input, as the tensor path computes them:
     u / |u|_2 * max(1, |x|), g u, and :func:`_rounding`'s eps |g x|_2 and 4 eps |g u| (a one-element 2-norm
     is sqrt(v * v), torch's as well)."""
@@ -411,7 +419,7 @@ def _scalar_preamble(x: torch.Tensor, u: torch.Tensor, g: torch.Tensor | None
     return direction, analytic, rounding
 
 
-def _scalar_rounding(gv: float, xv: float, uv: float) -> tuple[float, dict[str, float]]:
+def _scalar_rounding(gv: float, xv: float, uv: float) -> tuple[float, Rounding]:
     """g u of one element and :func:`_rounding`'s terms for it, eps |g x|_2 and 4 eps |g u|, in Python floats as
     the tensor path computes them (a one-element 2-norm is sqrt(v * v), torch's as well)."""
     gu, product = gv * uv, gv * xv
@@ -964,7 +972,7 @@ def _scaled_norm(terms: list[torch.Tensor]) -> float:
 
 
 def _rounding(g: torch.Tensor | None, u: torch.Tensor, x: torch.Tensor,
-              gu: torch.Tensor | None = None) -> dict[str, float]:
+              gu: torch.Tensor | None = None) -> Rounding:
     """The typical rounding the moved inputs add to phi, and a bound on the rounding of g . u (*gu*: g * u,
     where the caller has it)."""
     import torch
