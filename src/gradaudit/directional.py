@@ -34,7 +34,7 @@ from .evaluate import SMALL_BATCH, Info, Problem, batched_outputs, held
 from .findings import Findings
 from .numeric import ridders_tableau, truncation
 from .record import Comparison, Location
-from .tolerances import RESOLVE, SAFETY, SLOPE_CAP, SLOPE_REL, SLOPE_ROUNDING, ToleranceUsed
+from .tolerances import RESOLVE, SAFETY, SLOPE_CAP, SLOPE_REL, SLOPE_ROUNDING, UNINFORMATIVE, ToleranceUsed
 
 if TYPE_CHECKING:
     import torch
@@ -218,21 +218,47 @@ def _exact_at(phi_many: Batched, t: float) -> bool:
     return (xv + step) - xv == step and (xv - step) - xv == -step
 
 
-def worth_halving(judged: J.Judged, quick: Quick, halvings_left: int) -> bool:
+class Stage(NamedTuple):
+    """A quick stage's judgement: the judge's own where it passed, else None (a quick stage only accepts: what
+    it does not accept is judged again on other evidence), and its disagreement and allowance as floats."""
+
+    judged: J.Judged | None
+    diff: float
+    allowed: float
+
+
+def _stage(observed: float, reference: float, tol: ToleranceUsed, *, observed_bound: float, reference_bound: float,
+           scale: float, precision: str) -> Stage:
+    """Judge one quick stage. A comparison of two finite, different values that the judge's own rule in Python
+    floats (J._scalar_pass, what J.judge runs first) does not pass is not handed to the judge's tensor path: it
+    cannot pass there either, and a quick stage's failure is never reported (about 0.3 ms saved per stage that
+    does not accept: digamma's halvings, bisection's parts). Its difference and allowance are the terms the
+    judge computes (|o - r|; atol + rtol |r| + SAFETY (both bounds))."""
+    if (tol.default and observed != reference and math.isfinite(observed) and math.isfinite(reference)
+            and J._scalar_pass(observed, reference, tol, observed_bound, reference_bound, scale,
+                               UNINFORMATIVE.get(precision, UNINFORMATIVE["float64"])) is None):
+        bound = SAFETY * (observed_bound + reference_bound)
+        return Stage(None, abs(observed - reference),
+                     tol.atol + tol.rtol * abs(reference) + (bound if bound == bound else math.inf))
+    judged = J.judge(observed, reference, tol, observed_bound=observed_bound, reference_bound=reference_bound,
+                     scale=scale, precision=precision)
+    return Stage(judged if int(judged.verdict) == J.PASS else None, float(judged.diff.max()), _allowed(judged))
+
+
+def worth_halving(stage: Stage, quick: Quick, halvings_left: int) -> bool:
     """Whether the quick stage at smaller steps could accept: it did not accept (:func:`settled`) only because
     its truncation estimate exceeds the allowance, that estimate divided by 16 per halving left would be within
-    it, and the disagreement is no larger than the allowance plus that estimate (a larger one is not the steps'
-    truncation: Ridders and the slopes judge it)."""
-    allowed = _allowed(judged)
-    trunc = quick.trunc
+    it, and the disagreement is no larger than the allowance plus 16 times that estimate (a larger one is not
+    the steps' truncation: Ridders and the slopes judge it)."""
+    allowed, trunc = stage.allowed, quick.trunc
     return (halvings_left > 0 and math.isfinite(trunc) and trunc > allowed
-            and trunc <= allowed * 16.0 ** halvings_left and float(judged.diff.max()) <= allowed + 16 * trunc)
+            and trunc <= allowed * 16.0 ** halvings_left and stage.diff <= allowed + 16 * trunc)
 
 
-def settled(judged: J.Judged, trunc: float) -> bool:
+def settled(stage: Stage, trunc: float) -> bool:
     """The quick stage accepts: its judge passed and the truncation estimate is within the allowance (else
     a gradient error of that size could hide in the extrapolated value)."""
-    return int(judged.verdict) == J.PASS and trunc <= _allowed(judged)
+    return stage.judged is not None and trunc <= stage.allowed
 
 
 def _scheme(quick: Quick) -> str:
@@ -290,20 +316,22 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     clash = False  # Ridders from smaller steps disagreed with the larger ones' estimate beyond its bound
     pair = None  # the one-sided slopes, where measured
     quick = quick_stage(phi_many, scale, perturbation)
-    judged = J.judge(obs, quick.value, tol, observed_bound=dot_rounding,
-                     reference_bound=quick.err, scale=quick.natural, precision=precision)
+    stage = _stage(obs, quick.value, tol, observed_bound=dot_rounding, reference_bound=quick.err,
+                   scale=quick.natural, precision=precision)
     for left in range(HALVINGS, 0, -1):
-        if settled(judged, quick.trunc) or not worth_halving(judged, quick, left):
+        if settled(stage, quick.trunc) or not worth_halving(stage, quick, left):
             break
         quick = halved(phi_many, quick, scale, perturbation)
-        judged = J.judge(obs, quick.value, tol, observed_bound=dot_rounding,
-                         reference_bound=quick.err, scale=quick.natural, precision=precision)
+        stage = _stage(obs, quick.value, tol, observed_bound=dot_rounding, reference_bound=quick.err,
+                       scale=quick.natural, precision=precision)
     natural = quick.natural
     result: dict[str, Any] = {"numeric": quick.value, "error_bound": quick.err, "scheme": _scheme(quick),
                               "evaluations": quick.evaluations}
-    if quick_only and not settled(judged, quick.trunc):
+    if stage.judged is not None and settled(stage, quick.trunc):
+        judged = stage.judged
+    elif quick_only:
         return {**result, "verdict": None}
-    if not settled(judged, quick.trunc):
+    else:
         h0 = 1e-2 * scale
         numeric, err, used, rounding = ridders_scalar(phi_many, h0, perturbation)
         judged = J.judge(obs, numeric, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
@@ -878,17 +906,17 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
         quick = quick_stage(phi, 1.0, perturbation)
         for left in range(HALVINGS, -1, -1):
             # within every input's own allowance, without its rtol term
-            judgeds = [J.judge(a + (total - quick.value), a, _projected(exact, u, weights), observed_bound=dot,
-                               reference_bound=quick.err, scale=quick.natural, precision=precision)
-                       for (_, _, u), a in zip(parts, analytic)]
-            unsettled = [judged for judged in judgeds if not settled(judged, quick.trunc)]
+            stages = [_stage(a + (total - quick.value), a, _projected(exact, u, weights), observed_bound=dot,
+                             reference_bound=quick.err, scale=quick.natural, precision=precision)
+                      for (_, _, u), a in zip(parts, analytic)]
+            unsettled = [stage for stage in stages if not settled(stage, quick.trunc)]
             if not unsettled:
                 break
-            if not all(worth_halving(judged, quick, left) for judged in unsettled):
+            if not all(worth_halving(stage, quick, left) for stage in unsettled):
                 return None
             quick = halved(phi, quick, 1.0, perturbation)
         numeric, err = quick.value, quick.err
-        allowed = min(_allowed(judged) for judged in judgeds)
+        allowed = min(stage.allowed for stage in stages)
         if k is None:
             # an element whose term this allowance cannot resolve is judged by its input's own check (_split)
             for (_, x, u), g, norm in zip(parts, gs, norms):
