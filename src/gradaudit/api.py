@@ -962,8 +962,10 @@ def _evidence(info: Info, mode: str, dtype: str, bound: float | None) -> Evidenc
             scheme = f"{info['structure']}; " + scheme
         rule = "h = cbrt(eps) * max(1, |x|) (Richardson: h and 2h); Ridders from h0 = 1e-2 * max(1, |x|), halving"
     else:
-        scheme = "richardson (h, 2h), then Ridders, along a random direction"
-        rule = "h = 7e-4 * max(1, max|x|); Ridders from h0 = 1e-2 * max(1, max|x|), halving"
+        scheme = ("richardson (h, 2h), at h/2, h/4, ... where only its truncation estimate kept it from accepting, "
+                  "then Ridders, along a random direction")
+        rule = ("along u = r / |r| * max(1, |x_i|) per element (r uniform in [-1, 1]): h = 7e-4, halved up to 4 "
+                "times; Ridders from h0 = 1e-2, halving")
     details = {k: info[k] for k in _INFO if k in info}
     if "directional" in info:
         details["directional"] = [{k: v for k, v in d.items() if k not in ("judged",)} for d in info["directional"]]
