@@ -187,3 +187,43 @@ def test_the_python_float_judge_gives_the_tensor_judges_verdict_value_by_value(s
         assert [d for d, ok in zip(diffs, flags) if ok] == [float(d) for d, ok in zip(j.diff, flags) if ok]
     assert J.passes(obs, ref, bound, scale, resolve("autograd_vs_evidence", "float64",
                                                     Tolerance(1e-9, 1e-9, why="a user's own"))) is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_quick_stage_is_judged_as_the_judge_judges_it(seed):
+    """directional._stage (a quick stage's judgement; its failures skip the judge's tensor path) against judge
+    itself, one comparison at a time: the same pass or not, the judged record where it passes, and the judge's
+    own difference and allowance (atol + rtol |reference| + SAFETY both bounds) where it does not, on random
+    values mixed with zeros, tiny and huge values, infinities and NaN in either value, both bounds and the
+    scale; float64 and float32 thresholds, the default tolerance and one a user set."""
+    from gradaudit.directional import _allowed, _stage
+
+    g = torch.Generator().manual_seed(100 + seed)
+    n = 300
+
+    def pick(values, scale):
+        out = (torch.randn(n, generator=g, dtype=F64) * scale).tolist()
+        for i in torch.randint(n, (n // 5,), generator=g).tolist():
+            out[i] = values[int(torch.randint(len(values), (1,), generator=g))]
+        return out
+
+    ref = pick(SPECIAL, 3.0)
+    noise = [1e-9, 1e-11, 1e-13, 1e-3][seed]
+    obs = [r * (1 + noise * float(torch.randn(1, generator=g, dtype=F64))) for r in ref]
+    for i in torch.randint(n, (n // 5,), generator=g).tolist():
+        obs[i] = SPECIAL[int(torch.randint(len(SPECIAL), (1,), generator=g))]
+    bounds = [0.0, 1e-300, math.inf, math.nan, 1e-3]
+    ob = [abs(b) for b in pick(bounds, 1e-13)]
+    rb = [abs(b) for b in pick(bounds, 1e-12)]
+    scale = [abs(s) + 1.0 for s in pick((0.0, math.inf, 1e300), 2.0)]
+    user = resolve("autograd_vs_evidence", "float64", Tolerance(1e-9, 1e-9, why="a user's own"))
+    for tol in (CHECK, user):
+        for precision in ("float64", "float32"):
+            for o, r, b1, b2, s in zip(obs, ref, ob, rb, scale):
+                stage = _stage(o, r, tol, observed_bound=b1, reference_bound=b2, scale=s, precision=precision)
+                j = J.judge(o, r, tol, observed_bound=b1, reference_bound=b2, scale=s, precision=precision)
+                assert (stage.judged is not None) == (int(j.verdict) == J.PASS), (o, r, b1, b2, s)
+                diff, allowed = float(j.diff), _allowed(j)
+                assert stage.diff == diff or (math.isnan(stage.diff) and math.isnan(diff)), (o, r, stage, diff)
+                assert stage.allowed == allowed or (math.isnan(stage.allowed) and math.isnan(allowed)), \
+                    (o, r, b1, b2, stage, allowed)

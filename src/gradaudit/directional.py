@@ -46,6 +46,7 @@ SPLIT = 1e-6  # a projection resolves an element when its allowance is at most t
 SPLITS = 8  # elements a projection cannot resolve are judged again on their own, at most this many times
 LOCATE = 32  # bisection locates at most this many elements per input; the count then says "at least"
 EPS64 = 2.220446049250313e-16
+_FLOAT_MAX = 1.7976931348623157e308  # the largest float64
 SHRINKS = 8  # Ridders restarted from h0/10, h0/100, ... while its evidence cannot decide (as full.SHRINKS)
 UNDECIDED = (J.COARSE, J.DISCONTINUITY, J.EVIDENCE_NONFINITE)  # as full.UNDECIDED
 
@@ -238,8 +239,9 @@ def _stage(observed: float, reference: float, tol: ToleranceUsed, *, observed_bo
             and J._scalar_pass(observed, reference, tol, observed_bound, reference_bound, scale,
                                UNINFORMATIVE.get(precision, UNINFORMATIVE["float64"])) is None):
         bound = SAFETY * (observed_bound + reference_bound)
-        return Stage(None, abs(observed - reference),
-                     tol.atol + tol.rtol * abs(reference) + (bound if bound == bound else math.inf))
+        # as the judge's evidence term: bound.nan_to_num(nan=inf), which also makes +inf the largest float
+        evidence = math.inf if bound != bound else _FLOAT_MAX if bound == math.inf else bound
+        return Stage(None, abs(observed - reference), tol.atol + tol.rtol * abs(reference) + evidence)
     judged = J.judge(observed, reference, tol, observed_bound=observed_bound, reference_bound=reference_bound,
                      scale=scale, precision=precision)
     return Stage(judged if int(judged.verdict) == J.PASS else None, float(judged.diff.max()), _allowed(judged))
