@@ -206,6 +206,32 @@ def test_a_halved_stage_takes_its_truncation_from_the_two_stages():
     assert truncation(second.d - first.d, second.value) < 1e-6 * c * h**4
 
 
+def test_a_halved_stage_whose_values_do_not_move_as_estimated_does_not_accept():
+    """phi = t + b1 t^3 + b2 t^5 + b3 t^7 built (by a reviewer) for h = 7e-4: b1 h^2 = 1e-5, b2 h^4 = -5.25e-8 and
+    b3 h^6 = 1e-8, so that Richardson's value is 1 + 1e-8 at h and at h/2 alike (its h^4 and h^6 terms cancel in
+    their difference) while phi'(0) = 1. The first stage's truncation estimate (4e-10) is outside the allowance;
+    at h/2 both estimates read near 0. The two values differ by far less than the first estimate said they would
+    (4e-16 against 4e-10), so the halved stage does not accept: Ridders judges, and a gradient off by 1e-8 either
+    way fails, the right one passes."""
+    from gradaudit.directional import halved, judge_along, quick_stage, scalar_batch
+
+    h = 7e-4
+    b1, b2, b3 = 1e-5 / h**2, -5.25e-8 / h**4, 1e-8 / h**6
+
+    def phi(t: float) -> float:
+        return t + b1 * t**3 + b2 * t**5 + b3 * t**7
+
+    first = quick_stage(scalar_batch(phi), 1.0, 0.0)
+    assert first.value - 1 == pytest.approx(1e-8, rel=1e-3)
+    assert halved(scalar_batch(phi), first, 1.0, 0.0).trunc == math.inf
+    tol = resolve("autograd_vs_evidence", "float64")
+    for rel in (1e-8, -1e-8):
+        wrong = judge_along(scalar_batch(phi), 1 + rel, tol, scale=1.0, perturbation=0.0, dot_rounding=0.0)
+        assert wrong["verdict"] == 1 and wrong["scheme"].startswith("ridders"), wrong
+    right = judge_along(scalar_batch(phi), 1.0, tol, scale=1.0, perturbation=0.0, dot_rounding=0.0)
+    assert right["verdict"] == 0, right
+
+
 def test_ridders_along_a_direction_counts_the_rounding_of_the_moved_inputs():
     """Directional mode's points x + t u are rounded and its quotients divide by t, so each carries the rounding
     the moved inputs add to phi (eps |g x|, *perturbation*) over the step, as its quick stage and its slopes count
