@@ -222,7 +222,7 @@ class SinWrongAt(torch.autograd.Function):
         return g * x.cos() * (1 + 1e-6 * bad)
 
 
-def test_bisection_asks_parts_only_whether_they_agree_and_judges_elements_whole():
+def test_bisection_splits_parts_that_clearly_disagree_and_judges_only_elements_whole():
     """Every half and quarter of the 8 elements holds a wrong one. A part whose quick stage disagrees by more
     than its truncation explains is split at once (4 evaluations), and only elements are judged whole, with
     Ridders and the slopes: the same 4 elements are found as when every part was judged whole, for the whole
