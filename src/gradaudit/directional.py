@@ -1067,17 +1067,14 @@ def _bisect(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, phi_for:
         out = judge_along(phi_for(j, moved.reshape(u.shape)), analytic, _projected(tol, part, vs), scale=scale,
                           **_rounding(flat_g[lo:hi], part[lo:hi], seen[lo:hi]),
                           precision=str(flat_x.dtype).removeprefix("torch."), split_early=hi - lo > 1)
-        if out["verdict"] is None:
-            mid = (lo + hi) // 2
-            pending += [(lo, mid), (mid, hi)]
-            continue
         if out["verdict"] == J.PASS:
             if hi - lo > 1 and f.exact:  # its elements agree as a sum, within the sum's allowance, not each
                 f.exact = False
                 f.why_inexact = ("a part of the elements agreed as a whole, within an allowance coarser than each "
                                  "element's, so it may hold an element wrong by less; mode='full' judges every entry")
             continue
-        last = out
+        if out["verdict"] is not None:  # (None: a part split early, without a verdict)
+            last = out
         if hi - lo > 1:
             mid = (lo + hi) // 2
             pending += [(lo, mid), (mid, hi)]
