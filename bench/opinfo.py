@@ -18,7 +18,10 @@ memory) gives "crash". Before the tools run, one forward (for the output size M)
 the op's kernels, so no tool pays the op's first-call cost. The wall time of each tool call is measured
 inside the worker, around the call only. Each tool runs up to ``--repeat`` times per case (default 5), the
 tools interleaved round by round so that all four are sampled across the same stretch of a shared machine's
-time; a case's time is the median of its calls (all of them are kept), and a tool whose calls take longer than
+time; a case whose round (all four tools once) took under ``--round-budget`` seconds (default 0.05) gets more
+rounds, up to ``--repeat-max`` in all (default 15), so that millisecond calls, whose medians of 5 still moved
+by 1.5x from sweep to sweep, are sampled as the anchor benchmarks sample theirs (a median of 5 or more calls,
+more while they are quick); a case's time is the median of its calls (all of them are kept), and a tool whose calls take longer than
 ``--repeat-under`` seconds is not repeated: after one call over ``SECOND_CALL`` seconds, after two otherwise (a
 first call that stalled, as one right after another tool ran out of memory on the same case, gets a second
 chance; when that one is quick, the repeats go on). The verdict is the first call's (a later call that disagrees is
@@ -607,18 +610,23 @@ def _done(times: list[float], repeat_under: float) -> bool:
 
 def run_tools(worker: Worker, op_index: int, index: int, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """The four tools on one case, in rounds: every tool once per round (so each is sampled across the same
-    stretch of time), up to --repeat rounds; a tool that did not compare gradients is not called again, nor
+    stretch of time), up to --repeat rounds, and more (up to --repeat-max) while the last round of all the tools'
+    calls took at most --round-budget seconds; a tool that did not compare gradients is not called again, nor
     one whose calls take more than --repeat-under seconds (:func:`_done`). The verdict and messages are the
     first call's; "seconds" is the median of the calls' times, all of which are kept ("times"). A later call
     with another verdict is recorded ("verdicts"): a tool whose verdict moved between identical calls."""
     results: dict[str, dict[str, Any]] = {}
-    for _ in range(max(1, args.repeat)):
+    rounds, spent = 0, 0.0
+    while rounds < max(1, args.repeat) or (rounds < args.repeat_max and spent <= args.round_budget):
+        rounds += 1
+        spent = 0.0  # this round's calls, in seconds
         for tool in TOOLS:
             first = results.get(tool)
             if first is not None and (first["verdict"] not in CHECKED or not first["times"]
                                       or _done(first["times"], args.repeat_under)):
                 continue
             result = worker.call(("tool", op_index, index, tool), args.case_timeout)
+            spent += result.get("seconds") or math.inf  # a call without a time (a timeout): no more rounds
             if first is None:
                 result["times"] = [] if result.get("seconds") is None else [result["seconds"]]
                 results[tool] = result
@@ -661,7 +669,8 @@ def run_sweep(args: argparse.Namespace, out: Path) -> None:
                 "git_commit": _git_commit(), "python": platform.python_version(), "platform": platform.platform(),
                 "ops": len(ops), "samples": args.samples, "workers": args.workers,
                 "case_timeout_s": args.case_timeout, "mem_limit_gb": args.mem_limit_gb, "resume": args.resume,
-                "repeat": args.repeat, "repeat_under_s": args.repeat_under,
+                "repeat": args.repeat, "repeat_under_s": args.repeat_under, "repeat_max": args.repeat_max,
+                "round_budget_s": args.round_budget,
                 "already_done": len(done)})
     print(f"{len(ops)} ops, up to {args.samples} samples each, {args.workers} worker(s) -> {out}", file=sys.stderr)
 
@@ -874,8 +883,9 @@ def _time_section(rows: list[dict[str, Any]]) -> list[str]:
                      f"{statistics.median(times) if times else 0:.4f} | {verdicts['timeout']} | {verdicts['crash']} |")
     lines += ["", "Ratios over the cases where both tools of the pair compared gradients (verdict pass, fail or "
               "inconclusive; errors, timeouts and crashes left out); ratio > 1 means gradaudit was faster. "
-              "Each time is the median of the tool's calls on the case (up to --repeat of them, interleaved with "
-              "the other tools' calls; a tool whose calls take over --repeat-under seconds is called once or twice) "
+              "Each time is the median of the tool's calls on the case (--repeat of them, interleaved with "
+              "the other tools' calls, and up to --repeat-max while a round of the four took at most --round-budget "
+              "seconds; a tool whose calls take over --repeat-under seconds is called once or twice) "
               "on a possibly shared "
               "machine: per-case ratios of millisecond calls are still noisy, and a lone outlier below is worth "
               "re-running with --ops before reading anything into it.", ""]
@@ -1020,6 +1030,12 @@ def main(argv: Iterable[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=5, metavar="K",
                         help="calls per tool and case, interleaved across the tools; the time is their median "
                              "(default 5; 1 for single calls)")
+    parser.add_argument("--repeat-max", type=int, default=15, metavar="K",
+                        help="more rounds, up to K in all, while one round of the four tools took at most "
+                             "--round-budget seconds (default 15; --repeat or less for no more)")
+    parser.add_argument("--round-budget", type=float, default=0.05, metavar="S",
+                        help="the round time (all four tools once, seconds) under which a case gets more rounds "
+                             "(default 0.05)")
     parser.add_argument("--repeat-under", type=float, default=0.25, metavar="S",
                         help="repeat a tool only while some call took at most S seconds; one over S gets a second call "
                              "when it took at most 2 s, so a stalled first call does not stand alone (default 0.25)")

@@ -815,6 +815,68 @@ def test_truncation_limited_columns_are_settled_by_richardson_and_a_1e_8_bug_sti
     assert sorted(m.location.element for m in res.mismatches) == [(0,), (1,)]
 
 
+class MaskedTan(torch.autograd.Function):
+    """tan of every element but the last (24 outputs of 25 inputs: no band hypothesis, which wants a square
+    Jacobian), whose backward is off by a relative *rel* at flat element *at* (rel = 0: right everywhere)."""
+
+    rel = 0.0
+    at = 3
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.tan(x[:-1])
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        out = torch.zeros_like(x)
+        out[:-1] = g * (1 + torch.tan(x[:-1]) ** 2)
+        out[MaskedTan.at] *= 1 + MaskedTan.rel
+        return out
+
+
+def _near_tan_poles(*distances):
+    """25 elements in [-1, 1], those at 3, 8, 13, ... *distances* below tan's pole at pi/2 instead."""
+    x = torch.linspace(-1.0, 1.0, 25, dtype=F64)
+    x[[3, 8, 13, 18, 23][:len(distances)]] = math.pi / 2 - torch.tensor(distances, dtype=F64)
+    return x.requires_grad_()
+
+
+def test_a_column_group_limited_by_truncation_is_settled_by_richardson_and_a_1e_8_bug_still_fails(monkeypatch):
+    """tan on 24 of 25 elements, 5 of them 0.01 to 0.03 from its pole: the quick step h = cbrt(eps) 1.57 = 9.5e-6
+    (times the group's weight in [0.5, 1.5)) leaves the group's central differences (h / d)^2, up to 2e-6, off
+    there, above the allowance. The group (every column: autograd's pattern is a diagonal) is moved again at
+    twice its steps, and Richardson's extrapolation, whose truncation 4 (h / d)^4 is below 2e-11 of the value,
+    accepts every entry: 2 evaluations instead of 2 per column and 2 more for each column's own Richardson.
+    The same backward off by a relative 1e-8 at one element next to the pole is not accepted there and fails,
+    located at that entry alone; every one of the 24 x 25 entries is counted."""
+    x = _near_tan_poles(0.01, 0.015, 0.02, 0.025, 0.03)
+    res = ga.check(MaskedTan.apply, (x,), mode="full")
+    assert res.ok, res
+    assert "sparse: 1 column group(s) for 25 columns (1 group(s) accepted by Richardson's" in res.info["structure"]
+    assert res.info["richardson_groups"] == 1 and "richardson_columns" not in res.info, res.info
+    assert res.records[0].discrepancy.total == 24 * 25
+    for rel in (1e-8, -1e-8):
+        monkeypatch.setattr(MaskedTan, "rel", rel)
+        res = ga.check(MaskedTan.apply, (x,), mode="full")
+        assert res.verdict == "fail", res
+        assert [(m.location.element, m.output_element) for m in res.mismatches] == [((3,), (3,))], res.mismatches
+        assert res.records[0].discrepancy.total == 24 * 25
+
+
+def test_a_diagonal_whose_draws_differ_by_truncation_tries_no_wider_band():
+    """tan on 25 elements, 5 of them 0.002 from its pole: the diagonal hypothesis's two draws move each column by
+    the smallest step times their own weights, so near the pole they differ by their truncation, (h / d)^2 w^2
+    ~ 1e-5, not by rounding. The probe column reaches no neighbour, so no wider band is tried (each would fail
+    alike, 4 (2b + 1) evaluations and 2 (2b + 1) backward rows each): the diagonal's two draws (1 backward row
+    each) and autograd's 25 rows for the column groups are all the backward rows made. The check passes."""
+    x = _near_tan_poles(*[0.002] * 5)
+    res = ga.check(torch.tan, (x,), mode="full")
+    assert res.ok, res
+    assert "sparse: 1 column group(s) for 25 columns" in res.info["structure"], res.info
+    assert res.info["backward_rows"] == 2 + 25, res.info
+
 class TogetherOnly(torch.autograd.Function):
     """(sin x, sum x), whose backward is 1e-6 too large only when both outputs receive a gradient at once."""
 

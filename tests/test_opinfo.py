@@ -107,3 +107,29 @@ def test_a_stalled_first_call_gets_a_second_one_in_the_sweep():
     assert not bench._done([0.27, 0.003], 0.25)  # quick after all: the repeats go on
     assert bench._done([0.3, 0.4], 0.25)
     assert bench._done([3.0], 0.25)
+
+
+class _FakeWorker:
+    """A worker whose every tool call passes and takes *seconds* (None: no time, as a timeout gives)."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.calls = 0
+
+    def call(self, task, timeout):
+        self.calls += 1
+        return {"verdict": "pass", "seconds": self.seconds}
+
+
+@pytest.mark.parametrize(("seconds", "rounds"), [(0.002, 15), (0.0125, 15), (0.02, 5), (0.3, 2), (None, 1)])
+def test_quick_cases_get_more_rounds_in_the_sweep(seconds, rounds):
+    """--repeat 5 rounds of the four tools, then more, up to --repeat-max 15, while a round took at most
+    --round-budget 0.05 s: 4 x 2 ms and 4 x 12.5 ms rounds go on to 15, 4 x 20 ms ones stop at 5; calls over
+    --repeat-under 0.25 s stop after two (_done); a call without a time is not repeated."""
+    import argparse
+
+    args = argparse.Namespace(repeat=5, repeat_max=15, round_budget=0.05, repeat_under=0.25, case_timeout=120.0)
+    worker = _FakeWorker(seconds)
+    results = bench.run_tools(worker, 0, 0, args)
+    assert worker.calls == 4 * rounds
+    assert all(len(r["times"]) == (rounds if seconds is not None else 0) for r in results.values())
