@@ -21,11 +21,12 @@ tools interleaved round by round so that all four are sampled across the same st
 time; a case whose round (all four tools once) took under ``--round-budget`` seconds (default 0.05) gets more
 rounds, up to ``--repeat-max`` in all (default 15), so that millisecond calls, whose medians of 5 still moved
 by 1.5x from sweep to sweep, are sampled as the anchor benchmarks sample theirs (a median of 5 or more calls,
-more while they are quick); a case's time is the median of its calls (all of them are kept), and a tool whose calls take longer than
-``--repeat-under`` seconds is not repeated: after one call over ``SECOND_CALL`` seconds, after two otherwise (a
-first call that stalled, as one right after another tool ran out of memory on the same case, gets a second
-chance; when that one is quick, the repeats go on). The verdict is the first call's (a later call that disagrees is
-recorded: it would be a tool whose verdict is not a function of its inputs). Workers are spawned processes
+more while they are quick); a case's time is the median of its calls (all of them are kept), and a tool
+whose calls take longer than ``--repeat-under`` seconds is not repeated: after one call over ``SECOND_CALL``
+seconds, after two otherwise (a first call that stalled, as one right after another tool ran out of memory on
+the same case, gets a second chance; when that one is quick, the repeats go on). The verdict is the first
+call's (a later call that disagrees is recorded: it would be a tool whose verdict is not a function of its
+inputs). Workers are spawned processes
 with one thread each (``torch.set_num_threads(1)``) and an address-space cap (``--mem-limit-gb``, default half
 the RAM shared out), so a huge dense Jacobian fails as a MemoryError-style "error" instead of taking the machine down.
 
