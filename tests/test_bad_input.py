@@ -873,3 +873,28 @@ def test_text_python_would_warn_about_is_refused_without_a_warning():
             with pytest.raises(SpecError):
                 expr.parse(text, allowed_names=("x",))
     assert caught == []
+
+
+def test_ctrl_c_while_torch_is_imported_is_held_until_the_import_is_done():
+    """``import torch`` calls back into Python from C++; a KeyboardInterrupt raised inside such a callback aborted
+    the CLI (SIGABRT, exit -6, "terminate called after throwing an instance of 'pybind11::error_already_set'") on a
+    loaded machine where the import was still running when Ctrl-C came. The CLI imports torch inside
+    guard.deferring_sigint, which holds SIGINT until its block is done and raises KeyboardInterrupt then (exit 130,
+    with its message), and puts Python's own handler back."""
+    from gradaudit.guard import deferring_sigint
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    done = []
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with deferring_sigint():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)  # held: no KeyboardInterrupt inside the block
+                done.append(True)
+        assert done == [True]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        with deferring_sigint():  # nothing held: nothing raised
+            done.append(True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert done == [True, True]

@@ -423,8 +423,17 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout = stdout
 
 
+#: the commands that compute (and import torch); the others (report, --help) start without it
+_TORCH_COMMANDS = {"run", "plan", "steps", "env", "notebook"}
+
+
 def _main(argv: list[str] | None) -> None:
     try:
+        args = sys.argv[1:] if argv is None else argv
+        if args and args[0] in _TORCH_COMMANDS and not {"--help", "-h"} & set(args):
+            from .guard import import_torch
+
+            import_torch()  # before the command: Ctrl-C in torch's own import would abort the process
         cli.main(args=argv, prog_name="gradaudit", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("interrupted: nothing was written; results files are replaced only when a run completes, so "

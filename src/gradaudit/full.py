@@ -916,10 +916,20 @@ def _quick_colored(problem: Problem, j: int, analytic: dict[tuple[int, int], tor
     must not move beyond rounding (else the function depends on a column autograd says it does not),
     and an entry the group's difference does not accept sends every column of its group back to the
     column-by-column quick stage (and what that does not accept on to Ridders), so such columns are
-    judged exactly as without groups. A dependence autograd misses is therefore found either way, unless the
-    row's own entry hides it: in a row the group reaches, the missed term (scaled by its column's step over the
-    reaching column's) is judged within that entry's allowance, rtol of a large entry included (1e-5 beside 1e6
-    passes; column by column it fails: tests/test_conformance.py, a strict xfail).
+    judged exactly as without groups. In a row a group does reach, a missed dependence would add to the entry that
+    reaches it and could pass within that entry's tolerance (1e-5 beside an entry of 1e6, 1e-11 of it); so a group
+    that may be accepted and holds an entry whose tolerance (atol + rtol |J|) exceeds its rounding term is moved again
+    in parts (:func:`_hidden`), where each row must move exactly as its own column alone moves it. A dependence
+    autograd misses is therefore found either way, unless it is within twice the rounding term of the
+    column-by-column stage, which resolves it from there on.
+
+    A group whose rows all stay still where they must, but with an entry its difference does not accept, is
+    moved again with twice its steps (2 more evaluations): Richardson's (4 D(h) - D(2h)) / 3 per entry, judged
+    as :func:`_richardson` judges a column's (the quick stage's allowance; its own truncation estimate within
+    it). Near a pole (polygamma) the h^2 term alone kept every entry from being accepted, and every column of
+    the group went one by one, 2 evaluations each and 2 more for their own Richardson's. A group that does not
+    accept every entry this way goes one by one as before. (A dependence autograd misses scales with the step as the
+    entry it joins does, so it would survive the extrapolation: :func:`_hidden` has ruled it out first.)
     Returns those columns, or None when grouping does not pay (then every column goes one by one).
     """
     import torch
@@ -939,16 +949,132 @@ def _quick_colored(problem: Problem, j: int, analytic: dict[tuple[int, int], tor
     group, count = made
     gen = torch.Generator().manual_seed(4321)  # its own stream: an entry is accepted or judged again either way
     weight = torch.empty(n, dtype=torch.float64).uniform_(0.5, 1.5, generator=gen)  # 0.5 + r for rand's r, exactly
-    flat = x.detach().reshape(-1)
     h = steps(x).reshape(-1).to(torch.float64) * weight
     idx = torch.arange(n)
+    raw, denom = _group_differences(problem, j, group, torch.arange(count), h, info)
+    eps = torch.finfo(x.dtype).eps
+    # the rounding of a difference of two evaluations, (M_k,): as the column-by-column quick stage for an
+    # entry; a row that must not move may also move by the measured rounding (terms that cancel)
+    f_round = [2 * ROUNDING_ULPS * eps * problem.f_size(k) for k in range(len(sizes))]
+    still = [torch.maximum(f_round[k], 2 * problem.noise(k)).reshape(1, -1) for k in range(len(sizes))]
+    entries = []  # per output: autograd's non-zeros (rows, cols) outside held columns
+    for block in blocks:
+        r, c = (block != 0).nonzero().unbind(1) if block is not None else (torch.zeros(0, dtype=torch.long),) * 2
+        if found.held is not None and len(found.held):  # a held element never moves, covers nothing, is not judged
+            mine = ~torch.isin(c, found.held)
+            r, c = r[mine], c[mine]
+        entries.append((r, c))
+    # pass 1: which groups hold an entry the quick stage does not accept (then all their columns go on), and which
+    # of them because a row moved that must not (those go on whatever a second difference says)
+    bad = torch.zeros(count, dtype=torch.bool)
+    loose = torch.zeros(count, dtype=torch.bool)
+    wide = torch.zeros(count, dtype=torch.bool)  # a group with an entry whose tolerance could hide a missed dependence
+    judged_k: list[tuple[J.Judged, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None] = []
+    for k, (block, m) in enumerate(zip(blocks, sizes)):
+        r, c = entries[k]
+        loose |= _moved(raw[k], group, r, c, count, m, still[k])
+        if block is None:
+            judged_k.append(None)
+            continue
+        num = raw[k][group[c], r] / denom[c]
+        obs = block[r, c]
+        judged = J.judge(obs, num, tol, reference_bound=f_round[k][r] / denom[c],
+                         scale=_scale_entries(problem, j, k, r, c), precision=_precision(problem, j))
+        if not judged.all_pass:
+            bad[group[c][judged.verdict != J.PASS]] = True
+        # a missed dependence moves row r as the entry (r, c) moves it, and passes within atol + rtol |J_rc| on top
+        # of the rounding term; column by column it fails above the rounding term alone. Where the tolerance's part
+        # is at most the rounding term, what passes here and fails there is within twice that stage's own rounding
+        # term: only groups with an entry whose tolerance is wider are moved in parts (_hidden)
+        wide[group[c][(judged.atol + judged.rtol_term).expand(num.shape) > judged.evidence.expand(num.shape)]] = True
+        judged_k.append((judged, obs, num, r, c))
+    bad |= loose
+    # autograd's pattern in the rows the groups do reach, for every group that may still be accepted and has an entry
+    # whose tolerance could hide a missed dependence
+    hidden = _hidden(problem, j, group, (~loose & wide).nonzero().flatten(), h, raw, entries, still, info)
+    bad |= hidden
+    loose |= hidden
+    accepted = ~bad  # by the quick stage's differences
+    again = (bad & ~loose).nonzero().flatten()
+    rescued = torch.zeros(count, dtype=torch.bool)
+    extrapolated: list[tuple[J.Judged, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None] = []
+    if len(again):
+        raw2, denom2 = _group_differences(problem, j, group, again, 2 * h, info)
+        info["richardson_groups"] = info.get("richardson_groups", 0) + len(again)
+        slot = torch.full((count,), -1, dtype=torch.long)
+        slot[again] = torch.arange(len(again))
+        rescued[again] = True
+        for k, (block, m) in enumerate(zip(blocks, sizes)):
+            r, c = entries[k]
+            rescued[again] &= ~_moved(raw2[k], slot[group], r, c, len(again), m, still[k])[slot[again]]
+            pick = slot[group[c]] >= 0
+            r, c = r[pick], c[pick]
+            if block is None:
+                extrapolated.append(None)
+                continue
+            near = raw[k][group[c], r] / denom[c]
+            far = raw2[k][slot[group[c]], r] / denom2[c]
+            value = (4 * near - far) / 3
+            obs = block[r, c]
+            # the central difference's own bound, as _richardson judges a column: it accepts only what the quick
+            # stage would accept without its truncation error, and the extrapolation's own truncation (h^4),
+            # estimated from D(h) - D(2h), must be within the allowance too
+            rounding = f_round[k][r] / denom[c]
+            judged = J.judge(obs, value, tol, reference_bound=rounding, scale=_scale_entries(problem, j, k, r, c),
+                             precision=_precision(problem, j))
+            unsettled = ~(truncation(near - far, value) <= tol.atol + tol.rtol * value.abs() + SAFETY * rounding)
+            rescued[group[c][(judged.verdict != J.PASS) | unsettled]] = False
+            extrapolated.append((judged, obs, value, r, c))
+        bad &= ~rescued
+    suspect = found.unheld(idx[bad[group]])
+    for k in range(len(sizes)):
+        kept = 0
+        for item, fine in ((judged_k[k], accepted), (extrapolated[k] if extrapolated else None, rescued)):
+            if item is None:
+                continue
+            judged, obs, num, r, c = item
+            clean = fine[group[c]]  # the quick stage's entries in groups it accepted; Richardson's in those it saved
+            if not bool(clean.any()):
+                continue
+            if bool(clean.all()):
+                found.beyond = found.beyond or _beyond(judged, tol)
+                kept += found.add(judged, obs, num, output=k, rows=r, cols=c)
+            else:
+                found.beyond = found.beyond or _beyond(judged.take(clean), tol)
+                kept += found.add(judged.take(clean), obs[clean], num[clean], output=k, rows=r[clean], cols=c[clean])
+        # the entries outside autograd's pattern agree (zero on both sides, verified), except in suspect and
+        # held columns
+        found.total += (n - len(suspect) - _held_count(found)) * sizes[k] - kept
+    saved = int(rescued.sum())
+    said = f"'{problem.names[j]}' sparse: {count} column group(s) for {n} columns" + (
+        f" ({saved} group(s) accepted by Richardson's extrapolation from a second difference at twice the steps)"
+        if saved else "") + (
+        f" ({len(suspect)} column(s) of {int(bad.sum())} group(s) then one by one)" if len(suspect) else "")
+    info["structure"] = (f"{said} (from autograd's pattern, verified: rows a group does not reach must not move)"
+                         if "structure" not in info else f"{info['structure']}; {said}")
+    return suspect
+
+
+def _group_differences(problem: Problem, j: int, group: torch.Tensor, ids: torch.Tensor, h: torch.Tensor,
+                       info: Info) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """f(x + d_g) - f(x - d_g) for the column groups *ids* (d_g: every column c of group g moved by h[c]), per output
+    as (len(ids), M_k) in float64, and the steps actually taken, up and down, per column (those of other groups: 0)."""
+    import torch
+
+    x = problem.inputs[j]
+    n = x.numel()
+    flat = x.detach().reshape(-1)
+    idx = torch.arange(n)
+    slot = torch.full((int(group.max()) + 1 if n else 0,), -1, dtype=torch.long)
+    slot[ids] = torch.arange(len(ids))
     width = max(1, _chunk(problem) // 2)
-    raw: list[list[torch.Tensor]] = [[] for _ in problem.outputs]  # f(x + d_g) - f(x - d_g), (count, M_k)
-    denom = torch.empty(n, dtype=torch.float64)  # the steps actually taken, up and down, per column
-    for a in range(0, count, width):
-        b = min(count, a + width)
-        mine = (group >= a) & (group < b)
-        cols, rows = idx[mine], group[mine] - a
+    raw: list[list[torch.Tensor]] = [[] for _ in problem.outputs]
+    denom = torch.zeros(n, dtype=torch.float64)
+    at = slot[group]  # each column's place among the groups asked for (-1: not asked)
+    for a in range(0, len(ids), width):
+        b = min(len(ids), a + width)
+        mine = (at >= a) & (at < b)
+        cols, rows = idx[mine], at[mine] - a
         up = flat.reshape(1, -1).repeat(b - a, 1)
         down = up.clone()
         up[rows, cols] += h[cols].to(x.dtype)
@@ -960,55 +1086,63 @@ def _quick_colored(problem: Problem, j: int, analytic: dict[tuple[int, int], tor
         for k, o in enumerate(outs):
             o = o.reshape(2 * (b - a), -1).to(torch.float64)
             raw[k].append(o[:b - a] - o[b - a:])
-    info["evaluations"] = info.get("evaluations", 0) + 2 * count
-    eps = torch.finfo(x.dtype).eps
-    # pass 1: which groups hold an entry the quick stage does not accept (then all their columns go on)
-    bad = torch.zeros(count, dtype=torch.bool)
-    judged_k: list[tuple[J.Judged, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None] = []
-    for k, (block, m) in enumerate(zip(blocks, sizes)):
-        diffs = torch.cat(raw[k]) if raw[k] else torch.zeros(0, m, dtype=torch.float64)  # (count, M_k)
-        # the rounding of a difference of two evaluations, (M_k,): as the column-by-column quick stage for an
-        # entry; a row that must not move may also move by the measured rounding (terms that cancel)
-        f_round = 2 * ROUNDING_ULPS * eps * problem.f_size(k)
-        still = torch.maximum(f_round, 2 * problem.noise(k))
-        r, c = (block != 0).nonzero().unbind(1) if block is not None else (torch.zeros(0, dtype=torch.long),) * 2
-        if found.held is not None and len(found.held):  # a held element never moves, covers nothing, is not judged
-            mine = ~torch.isin(c, found.held)
+    info["evaluations"] = info.get("evaluations", 0) + 2 * len(ids)
+    return [torch.cat(r) if r else torch.zeros(0, o.numel(), dtype=torch.float64)
+            for r, o in zip(raw, problem.outputs)], denom
+
+
+def _moved(diffs: torch.Tensor, at: torch.Tensor, r: torch.Tensor, c: torch.Tensor, count: int, m: int,
+           still: torch.Tensor) -> torch.Tensor:
+    """Per group (*count* of them; *at*: each column's group): whether a row that none of its columns reaches in
+    autograd's pattern (entries (r, c)) moved beyond *still* in the groups' differences *diffs* (count, m). NaN
+    counts as moved."""
+    import torch
+
+    covered = torch.zeros(count, m, dtype=torch.bool)
+    mine = at[c] >= 0
+    covered[at[c][mine], r[mine]] = True
+    return (~covered & ~(diffs.abs() <= still)).any(1)
+
+
+def _hidden(problem: Problem, j: int, group: torch.Tensor, ids: torch.Tensor, h: torch.Tensor,
+            raw: list[torch.Tensor], entries: list[tuple[torch.Tensor, torch.Tensor]], still: list[torch.Tensor],
+            info: Info) -> torch.Tensor:
+    """Per group (all of them; only those in *ids* are tested): whether a row it reaches through one of its columns
+    depends on another of its columns, which autograd's pattern says it does not. Each group is moved again with only
+    the columns whose place in the group has bit b set, for each bit b of the largest group's size (2 evaluations per
+    group and bit): a row reached by a moved column must move exactly as with the whole group (*raw*), one reached by
+    an unmoved column not at all, to *still* (rounding and the measured noise) — the row's function of its own column
+    alone gives the same values at the same points. Any two columns of a group differ in some bit, so a dependence
+    between them shows in that draw: the row moves with the other column but not its own, or with its own but without
+    the other. A group of one column has nothing to test."""
+    import torch
+
+    n = group.numel()
+    count = raw[0].shape[0] if raw else 0
+    found = torch.zeros(count, dtype=torch.bool)
+    if not len(ids) or not n:
+        return found
+    sizes = torch.bincount(group, minlength=count)
+    bits = int(sizes[ids].max() - 1).bit_length()
+    if not bits:
+        return found
+    order = torch.argsort(group, stable=True)
+    place = torch.empty(n, dtype=torch.long)
+    place[order] = torch.arange(n) - (torch.cumsum(sizes, 0) - sizes)[group[order]]
+    slot = torch.full((count,), -1, dtype=torch.long)
+    slot[ids] = torch.arange(len(ids))
+    for b in range(bits):
+        moved = (place >> b) & 1 == 1
+        part, _ = _group_differences(problem, j, group, ids, torch.where(moved, h, 0.0), info)
+        for k, (r, c) in enumerate(entries):
+            mine = slot[group[c]] >= 0
             r, c = r[mine], c[mine]
-        covered = torch.zeros(count, m, dtype=torch.bool)
-        covered[group[c], r] = True
-        loose = (~covered & ~(diffs.abs() <= still.reshape(1, -1))).any(1)  # NaN counts as moved
-        bad |= loose
-        if block is None:
-            judged_k.append(None)
-            continue
-        num = diffs[group[c], r] / denom[c]
-        obs = block[r, c]
-        judged = J.judge(obs, num, tol, reference_bound=f_round[r] / denom[c],
-                         scale=_scale_entries(problem, j, k, r, c), precision=_precision(problem, j))
-        if not judged.all_pass:
-            bad[group[c][judged.verdict != J.PASS]] = True
-        judged_k.append((judged, obs, num, r, c))
-    suspect = found.unheld(idx[bad[group]])
-    for k, item in enumerate(judged_k):
-        kept = 0
-        if item is not None:
-            judged, obs, num, r, c = item
-            clean = ~bad[group[c]]
-            if bool(clean.all()):
-                found.beyond = found.beyond or _beyond(judged, tol)
-                kept = found.add(judged, obs, num, output=k, rows=r, cols=c)
-            else:
-                found.beyond = found.beyond or _beyond(judged.take(clean), tol)
-                kept = found.add(judged.take(clean), obs[clean], num[clean], output=k, rows=r[clean], cols=c[clean])
-        # the entries outside autograd's pattern agree (zero on both sides, verified), except in suspect and
-        # held columns
-        found.total += (n - len(suspect) - _held_count(found)) * sizes[k] - kept
-    said = f"'{problem.names[j]}' sparse: {count} column group(s) for {n} columns" + (
-        f" ({len(suspect)} column(s) of {int(bad.sum())} group(s) then one by one)" if len(suspect) else "")
-    info["structure"] = (f"{said} (from autograd's pattern, verified: rows a group does not reach must not move)"
-                         if "structure" not in info else f"{info['structure']}; {said}")
-    return suspect
+            want = torch.where(moved[c], raw[k][group[c], r], 0.0)
+            off = ~((part[k][slot[group[c]], r] - want).abs() <= still[k].reshape(-1)[r])  # NaN counts as off
+            found[group[c][off]] = True
+            found[ids] |= _moved(part[k], slot[group], r, c, len(ids), part[k].shape[1], still[k])
+    info["pattern_draws"] = info.get("pattern_draws", 0) + bits * len(ids)
+    return found
 
 
 def _held_count(found: Findings) -> int:

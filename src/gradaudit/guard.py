@@ -90,3 +90,35 @@ def fixed_rng(seed: int, devices: Sequence[int] = ()) -> Iterator[None]:
         for d in devices:
             torch.cuda.default_generators[d].manual_seed(seed)
         yield
+
+
+@contextmanager
+def deferring_sigint() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) until the enclosed work is done, then raise the KeyboardInterrupt it would have raised.
+
+    ``import torch`` runs C++ initialisation that calls back into Python; a KeyboardInterrupt raised inside such a
+    callback cannot unwind through the C++ frames, and the process aborts (SIGABRT, "terminate called after throwing
+    an instance of 'pybind11::error_already_set'") instead of exiting 130 with its message. Only Python's own
+    handler is replaced, and only in the main thread; an ignored SIGINT or the caller's own handler is left alone."""
+    held: list[int] = []
+    ours = threading.current_thread() is threading.main_thread() and (
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+    if ours:
+        signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        if ours:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+    if held:
+        raise KeyboardInterrupt
+
+
+def import_torch() -> None:
+    """``import torch``, with Ctrl-C held until it is done (:func:`deferring_sigint`)."""
+    import sys
+
+    if "torch" in sys.modules:
+        return
+    with deferring_sigint():
+        import torch  # noqa: F401
