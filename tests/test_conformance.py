@@ -852,7 +852,7 @@ def test_a_dependence_autograd_misses_is_found_where_truncation_holds_its_group_
     (miss,) = res.mismatches
     assert miss.observed == 0 and miss.reference == pytest.approx(1e-5, rel=1e-6)
     assert res.records[0].discrepancy.total == 64 * 32
-    assert "richardson_groups" not in res.info, res.info
+    assert res.info["pattern_draws"] == 5, res.info  # the parts, before the extrapolation was accepted
 
 
 @pytest.mark.parametrize("source", [4, 7, 21, 31])
@@ -1705,3 +1705,30 @@ def test_the_same_singularity_beside_a_large_output_is_never_a_failure(offset):
     verdicts = {(mode, seed): ga.check(lambda t: offset + t.abs() ** 1.5, (x,), mode=mode, seed=seed).verdict
                 for mode in ("full", "directional") for seed in range(4)}
     assert "fail" not in verdicts.values() and "error" not in verdicts.values(), verdicts
+
+
+@pytest.mark.parametrize(("factor", "tolerance"),
+                         [(1.0, None), (1.15, None), (0.9, ga.Tolerance(5e-10, 0.0, why="user"))])
+def test_a_missed_dependence_at_the_column_stages_resolution_fails_where_richardson_would_accept_its_group(
+        factor, tolerance):
+    """A reviewer's case against a version that moved only "wide" groups in parts: sin(x) + 100 at x in [290, 310]
+    (32 elements), then 3 x; row 5 also holds d x_0 detached. Every group is held back by truncation (h = cbrt(eps)
+    300 = 1.8e-3 leaves sin's h^2 term at 5e-7), none has an entry whose tolerance (rtol 1e-10 of |cos x| <= 1)
+    exceeds its rounding term, and Richardson's extrapolation at twice the steps would accept the group. Column by
+    column, the stage the group would otherwise take, d fails from the quick stage's own evidence term on,
+    10 x 8 eps |f_5| / h_0 (1.0e-9), and with a user atol of 5e-10 from there (Ridders): so the group, before it
+    is accepted, is moved in parts, and row 5 moves with column 0 alone. A fail, located at (0, 5)."""
+    eps = torch.finfo(F64).eps
+    x = torch.linspace(290, 310, 32, dtype=F64)
+    evidence = 10 * 8 * eps * (math.sin(float(x[5])) + 100) / (eps ** (1 / 3) * float(x[0]))
+    d = factor * evidence
+
+    def fn(t):
+        y = torch.sin(t) + 100
+        return torch.cat([y[:5], y[5:6] + d * t[0:1].detach(), y[6:], 3 * t])
+
+    kwargs = {} if tolerance is None else {"tolerance": tolerance}
+    res = ga.check(fn, (x.clone().requires_grad_(),), mode="full", **kwargs)
+    assert res.verdict == "fail", res
+    assert [(m.location.element, m.output_element) for m in res.mismatches] == [((0,), (5,))], res.mismatches
+    assert res.records[0].discrepancy.total == 64 * 32 and res.info["pattern_draws"] == 5

@@ -948,8 +948,8 @@ def _inputs_meta(problem_inputs: Sequence[Any], names: Sequence[str], diff: Sequ
 
 
 _INFO = ("evaluation", "largest_chunk", "analytic", "structure", "numeric", "evaluations", "backward_rows",
-         "richardson_columns", "ridders_columns", "confirmation", "vmap_error", "batched_grad_error", "notes",
-         "forward_ad", "order")
+         "pattern_draws", "richardson_groups", "richardson_columns", "ridders_columns", "confirmation", "vmap_error",
+         "batched_grad_error", "notes", "forward_ad", "order")
 
 
 def _evidence(info: Info, mode: str, dtype: str, bound: float | None) -> Evidence:

@@ -918,18 +918,20 @@ def _quick_colored(problem: Problem, j: int, analytic: dict[tuple[int, int], tor
     column-by-column quick stage (and what that does not accept on to Ridders), so such columns are
     judged exactly as without groups. In a row a group does reach, a missed dependence would add to the entry that
     reaches it and could pass within that entry's tolerance (1e-5 beside an entry of 1e6, 1e-11 of it); so a group
-    that may be accepted and holds an entry whose tolerance (atol + rtol |J|) exceeds its rounding term is moved again
-    in parts (:func:`_hidden`), where each row must move exactly as its own column alone moves it. A dependence
-    autograd misses is therefore found either way, unless it is within twice the rounding term of the
-    column-by-column stage, which resolves it from there on.
+    that the quick stage accepts and that holds an entry whose tolerance (atol + rtol |J|) exceeds its rounding term is
+    moved again in parts (:func:`_hidden`), where each row must move exactly as its own column alone moves it. A
+    dependence autograd misses is therefore found either way, unless it is within 4 times the column-by-column quick
+    stage's rounding term (twice the term, over the group's smallest weight, 0.5).
 
     A group whose rows all stay still where they must, but with an entry its difference does not accept, is
     moved again with twice its steps (2 more evaluations): Richardson's (4 D(h) - D(2h)) / 3 per entry, judged
     as :func:`_richardson` judges a column's (the quick stage's allowance; its own truncation estimate within
     it). Near a pole (polygamma) the h^2 term alone kept every entry from being accepted, and every column of
     the group went one by one, 2 evaluations each and 2 more for their own Richardson's. A group that does not
-    accept every entry this way goes one by one as before. (A dependence autograd misses scales with the step as the
-    entry it joins does, so it would survive the extrapolation: :func:`_hidden` has ruled it out first.)
+    accept every entry this way goes one by one as before. A dependence autograd misses scales with the step as the
+    entry it joins does, so it would survive the extrapolation: a group is accepted this way only after it is moved
+    in parts (:func:`_hidden`), whatever its tolerance, where such a dependence shows to rounding (2 ROUNDING_ULPS eps
+    max(1, |f|) and the measured noise), below the allowance of the column-by-column quick stage it would take.
     Returns those columns, or None when grouping does not pay (then every column goes one by one).
     """
     import torch
@@ -984,17 +986,12 @@ def _quick_colored(problem: Problem, j: int, analytic: dict[tuple[int, int], tor
             bad[group[c][judged.verdict != J.PASS]] = True
         # a missed dependence moves row r as the entry (r, c) moves it, and passes within atol + rtol |J_rc| on top
         # of the rounding term; column by column it fails above the rounding term alone. Where the tolerance's part
-        # is at most the rounding term, what passes here and fails there is within twice that stage's own rounding
-        # term: only groups with an entry whose tolerance is wider are moved in parts (_hidden)
+        # is at most the rounding term, what passes here and fails there is within 4 times that stage's own rounding
+        # term (twice, over the smallest weight): only groups with an entry whose tolerance is wider are moved in parts
+        # (_hidden)
         wide[group[c][(judged.atol + judged.rtol_term).expand(num.shape) > judged.evidence.expand(num.shape)]] = True
         judged_k.append((judged, obs, num, r, c))
     bad |= loose
-    # autograd's pattern in the rows the groups do reach, for every group that may still be accepted and has an entry
-    # whose tolerance could hide a missed dependence
-    hidden = _hidden(problem, j, group, (~loose & wide).nonzero().flatten(), h, raw, entries, still, info)
-    bad |= hidden
-    loose |= hidden
-    accepted = ~bad  # by the quick stage's differences
     again = (bad & ~loose).nonzero().flatten()
     rescued = torch.zeros(count, dtype=torch.bool)
     extrapolated: list[tuple[J.Judged, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None] = []
@@ -1025,7 +1022,14 @@ def _quick_colored(problem: Problem, j: int, analytic: dict[tuple[int, int], tor
             unsettled = ~(truncation(near - far, value) <= tol.atol + tol.rtol * value.abs() + SAFETY * rounding)
             rescued[group[c][(judged.verdict != J.PASS) | unsettled]] = False
             extrapolated.append((judged, obs, value, r, c))
-        bad &= ~rescued
+    # autograd's pattern in the rows the groups do reach (_hidden), for every group Richardson's extrapolation would
+    # accept (a missed dependence scales with the step as the entry it joins does, and would survive it; the columns
+    # one by one, which these groups would otherwise take, are judged at the quick stage's own resolution) and every
+    # group the quick stage accepted with an entry whose tolerance could hide one
+    hidden = _hidden(problem, j, group, ((~bad & wide) | rescued).nonzero().flatten(), h, raw, entries, still, info)
+    rescued &= ~hidden
+    accepted = ~bad & ~hidden  # by the quick stage's differences
+    bad = ~accepted & ~rescued
     suspect = found.unheld(idx[bad[group]])
     for k in range(len(sizes)):
         kept = 0

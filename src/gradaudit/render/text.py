@@ -281,7 +281,8 @@ def where(c: Comparison) -> str:
 
 # -- ga.check results ----------------------------------------------------------------------------
 
-_INFO = ("structure", "evaluation", "evaluations", "backward_rows", "richardson_columns", "ridders_columns")
+_INFO = ("structure", "evaluation", "evaluations", "backward_rows", "pattern_draws", "richardson_groups",
+         "richardson_columns", "ridders_columns")
 
 
 def check_report(res: CheckResult) -> str:
