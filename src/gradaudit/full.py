@@ -1065,34 +1065,47 @@ def _group_differences(problem: Problem, j: int, group: torch.Tensor, ids: torch
     as (len(ids), M_k) in float64, and the steps actually taken, up and down, per column (those of other groups: 0)."""
     import torch
 
-    x = problem.inputs[j]
-    n = x.numel()
-    flat = x.detach().reshape(-1)
-    idx = torch.arange(n)
+    n = problem.inputs[j].numel()
     slot = torch.full((int(group.max()) + 1 if n else 0,), -1, dtype=torch.long)
     slot[ids] = torch.arange(len(ids))
+    at = slot[group]  # each column's place among the groups asked for (-1: not asked)
+    cols = (at >= 0).nonzero().flatten()
+    raw, taken = _row_differences(problem, j, at[cols], cols, h[cols], len(ids), info)
+    denom = torch.zeros(n, dtype=torch.float64)
+    denom[cols] = taken
+    return raw, denom
+
+
+def _row_differences(problem: Problem, j: int, rows: torch.Tensor, cols: torch.Tensor, hs: torch.Tensor, count: int,
+                     info: Info) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """f(x + d_i) - f(x - d_i) for i < *count* (d_i: every column cols[e] with rows[e] = i moved by hs[e]), per output
+    as (count, M_k) in float64, in batches of at most half a chunk of points; and the steps actually taken, up and
+    down, per entry (2 hs where x is not finite: it stays where it is)."""
+    import torch
+
+    x = problem.inputs[j]
+    flat = x.detach().reshape(-1)
     width = max(1, _chunk(problem) // 2)
     raw: list[list[torch.Tensor]] = [[] for _ in problem.outputs]
-    denom = torch.zeros(n, dtype=torch.float64)
-    at = slot[group]  # each column's place among the groups asked for (-1: not asked)
-    for a in range(0, len(ids), width):
-        b = min(len(ids), a + width)
-        mine = (at >= a) & (at < b)
-        cols, rows = idx[mine], at[mine] - a
+    taken = torch.zeros(len(cols), dtype=torch.float64)
+    for a in range(0, count, width):
+        b = min(count, a + width)
+        mine = (rows >= a) & (rows < b)
+        c, r = cols[mine], rows[mine] - a
         up = flat.reshape(1, -1).repeat(b - a, 1)
         down = up.clone()
-        up[rows, cols] += h[cols].to(x.dtype)
-        down[rows, cols] -= h[cols].to(x.dtype)
-        taken = (up[rows, cols] - flat[cols]).to(torch.float64) + (flat[cols] - down[rows, cols]).to(torch.float64)
-        denom[cols] = torch.where(taken > 0, taken, 2 * h[cols])  # a non-finite element stays where it is
+        up[r, c] += hs[mine].to(x.dtype)
+        down[r, c] -= hs[mine].to(x.dtype)
+        step = (up[r, c] - flat[c]).to(torch.float64) + (flat[c] - down[r, c]).to(torch.float64)
+        taken[mine] = torch.where(step > 0, step, 2 * hs[mine])  # a non-finite element stays where it is
         with torch.no_grad():
             outs = batched_outputs(problem, j, torch.cat([up, down]).reshape(2 * (b - a), *x.shape), info)
         for k, o in enumerate(outs):
             o = o.reshape(2 * (b - a), -1).to(torch.float64)
             raw[k].append(o[:b - a] - o[b - a:])
-    info["evaluations"] = info.get("evaluations", 0) + 2 * len(ids)
+    info["evaluations"] = info.get("evaluations", 0) + 2 * count
     return [torch.cat(r) if r else torch.zeros(0, o.numel(), dtype=torch.float64)
-            for r, o in zip(raw, problem.outputs)], denom
+            for r, o in zip(raw, problem.outputs)], taken
 
 
 def _moved(diffs: torch.Tensor, at: torch.Tensor, r: torch.Tensor, c: torch.Tensor, count: int, m: int,
@@ -1135,16 +1148,25 @@ def _hidden(problem: Problem, j: int, group: torch.Tensor, ids: torch.Tensor, h:
     place[order] = torch.arange(n) - (torch.cumsum(sizes, 0) - sizes)[group[order]]
     slot = torch.full((count,), -1, dtype=torch.long)
     slot[ids] = torch.arange(len(ids))
-    for b in range(bits):
-        moved = (place >> b) & 1 == 1
-        part, _ = _group_differences(problem, j, group, ids, torch.where(moved, h, 0.0), info)
-        for k, (r, c) in enumerate(entries):
-            mine = slot[group[c]] >= 0
-            r, c = r[mine], c[mine]
-            want = torch.where(moved[c], raw[k][group[c], r], 0.0)
-            off = ~((part[k][slot[group[c]], r] - want).abs() <= still[k].reshape(-1)[r])  # NaN counts as off
-            found[group[c][off]] = True
-            found[ids] |= _moved(part[k], slot[group], r, c, len(ids), part[k].shape[1], still[k])
+    # every part of every group in one set of evaluations: row b len(ids) + slot[g] moves the columns of group g whose
+    # place has bit b set
+    asked = (slot[group] >= 0).nonzero().flatten()
+    parts = [asked[(place[asked] >> b) & 1 == 1] for b in range(bits)]
+    cols = torch.cat(parts)
+    rows = torch.cat([b * len(ids) + slot[group[part]] for b, part in enumerate(parts)])
+    every, _ = _row_differences(problem, j, rows, cols, h[cols], bits * len(ids), info)
+    moved = ((place.reshape(1, -1) >> torch.arange(bits).reshape(-1, 1)) & 1) == 1  # (bits, n)
+    for k, (r, c) in enumerate(entries):
+        mine = slot[group[c]] >= 0
+        r, c = r[mine], c[mine]
+        part = every[k].reshape(bits, len(ids), -1)  # (bits, groups, M_k)
+        limit = still[k].reshape(-1)
+        want = torch.where(moved[:, c], raw[k][group[c], r].reshape(1, -1), 0.0)  # (bits, entries)
+        off = ~((part[:, slot[group[c]], r] - want).abs() <= limit[r])  # NaN counts as off
+        found[group[c][off.any(0)]] = True
+        covered = torch.zeros(len(ids), part.shape[2], dtype=torch.bool)
+        covered[slot[group[c]], r] = True
+        found[ids] |= (~covered & ~(part.abs() <= limit)).any(2).any(0)  # rows no column reaches: still
     info["pattern_draws"] = info.get("pattern_draws", 0) + bits * len(ids)
     return found
 
