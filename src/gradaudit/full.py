@@ -1003,7 +1003,7 @@ def _quick_colored(problem: Problem, j: int, analytic: dict[tuple[int, int], tor
         rescued[again] = True
         for k, (block, m) in enumerate(zip(blocks, sizes)):
             r, c = entries[k]
-            rescued[again] &= ~_moved(raw2[k], slot[group], r, c, len(again), m, still[k])[slot[again]]
+            rescued[again] &= ~_moved(raw2[k], slot[group], r, c, len(again), m, still[k])
             pick = slot[group[c]] >= 0
             r, c = r[pick], c[pick]
             if block is None:
@@ -1111,14 +1111,15 @@ def _row_differences(problem: Problem, j: int, rows: torch.Tensor, cols: torch.T
 def _moved(diffs: torch.Tensor, at: torch.Tensor, r: torch.Tensor, c: torch.Tensor, count: int, m: int,
            still: torch.Tensor) -> torch.Tensor:
     """Per group (*count* of them; *at*: each column's group): whether a row that none of its columns reaches in
-    autograd's pattern (entries (r, c)) moved beyond *still* in the groups' differences *diffs* (count, m). NaN
-    counts as moved."""
+    autograd's pattern (entries (r, c)) moved beyond *still* in the groups' differences *diffs* (count, m), or in
+    any of several sets of them (..., count, m). NaN counts as moved."""
     import torch
 
     covered = torch.zeros(count, m, dtype=torch.bool)
     mine = at[c] >= 0
     covered[at[c][mine], r[mine]] = True
-    return (~covered & ~(diffs.abs() <= still)).any(1)
+    moved = (~covered & ~(diffs.abs() <= still)).any(-1)
+    return moved.reshape(-1, count).any(0)
 
 
 def _hidden(problem: Problem, j: int, group: torch.Tensor, ids: torch.Tensor, h: torch.Tensor,
@@ -1164,9 +1165,7 @@ def _hidden(problem: Problem, j: int, group: torch.Tensor, ids: torch.Tensor, h:
         want = torch.where(moved[:, c], raw[k][group[c], r].reshape(1, -1), 0.0)  # (bits, entries)
         off = ~((part[:, slot[group[c]], r] - want).abs() <= limit[r])  # NaN counts as off
         found[group[c][off.any(0)]] = True
-        covered = torch.zeros(len(ids), part.shape[2], dtype=torch.bool)
-        covered[slot[group[c]], r] = True
-        found[ids] |= (~covered & ~(part.abs() <= limit)).any(2).any(0)  # rows no column reaches: still
+        found[ids] |= _moved(part, slot[group], r, c, len(ids), part.shape[2], limit)  # rows no column reaches
     info["pattern_draws"] = info.get("pattern_draws", 0) + bits * len(ids)
     return found
 
