@@ -379,6 +379,27 @@ def test_stale_temp_files_of_a_killed_run_are_cleaned_on_the_next_write(cli, tmp
     assert not stale.exists() and other.exists()
 
 
+def _past_its_own_import(proc, limit=60.0):
+    """Wait until the child has started to load torch's library: the CLI's handlers are in place by then. Before
+    that, while Python itself imports the gradaudit package, a Ctrl-C is Python's own KeyboardInterrupt with its
+    traceback (about 0.3 s on a loaded machine: a fixed 3 s sleep hit it when the machine starved the child). Where
+    /proc cannot tell (not Linux), a fixed wait."""
+    maps = f"/proc/{proc.pid}/maps"
+    if not os.path.exists(maps):
+        time.sleep(3.0)
+        return
+    start = time.monotonic()
+    while time.monotonic() - start < limit and proc.poll() is None:
+        try:
+            with open(maps) as f:
+                if "libtorch" in f.read():
+                    return
+        except OSError:
+            pass
+        time.sleep(0.02)
+    raise AssertionError(f"the CLI did not start to import torch within {limit:g} s (exit {proc.poll()})")
+
+
 def test_sigint_during_a_run_keeps_the_earlier_results_byte_identical(tmp_path):
     import subprocess
 
@@ -392,7 +413,8 @@ def test_sigint_during_a_run_keeps_the_earlier_results_byte_identical(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "gradaudit", "run", str(slow), "--json", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(3.0)  # loading or running, depending on the machine: either way nothing may be written
+    _past_its_own_import(proc)
+    time.sleep(1.0)  # importing torch (Ctrl-C held until it is done) or running: either way nothing may be written
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     # 130, or death by SIGINT (-2), which a shell also reports as 130
