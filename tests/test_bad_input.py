@@ -382,8 +382,8 @@ def test_stale_temp_files_of_a_killed_run_are_cleaned_on_the_next_write(cli, tmp
 def _past_its_own_import(proc, limit=60.0):
     """Wait until the child has started to load torch's library: the CLI's handlers are in place by then. Before
     that, while Python itself imports the gradaudit package, a Ctrl-C is Python's own KeyboardInterrupt with its
-    traceback (about 0.3 s on a loaded machine: a fixed 3 s sleep hit it when the machine starved the child). Where
-    /proc cannot tell (not Linux), a fixed wait."""
+    traceback (up to 0.3 s on a loaded machine; a fixed 3 s sleep could land there when the machine starved the
+    child, the likely cause of one failure seen). Where /proc cannot tell (not Linux), a fixed wait."""
     maps = f"/proc/{proc.pid}/maps"
     if not os.path.exists(maps):
         time.sleep(3.0)
