@@ -21,6 +21,7 @@ Run:  python bench/bench_check.py              (a few minutes; prints a Markdown
       python bench/bench_check.py --sizes 10,100
       python bench/bench_check.py --threads 2 --cases b --sizes 1000,3000
       python bench/bench_check.py --cases d --sizes 100,1000     (the LSTM)
+      python bench/bench_check.py --device cuda --sizes 10,100,1000 --cases ab   (on a GPU machine)
 """
 
 from __future__ import annotations
@@ -39,18 +40,19 @@ import gradaudit as ga
 import gradaudit.evaluate
 
 
-def case(name: str, n: int) -> tuple[Callable[..., Any], Any]:
+def case(name: str, n: int, device: str = "cpu") -> tuple[Callable[..., Any], Any]:
+    """The function and its point, drawn on the CPU (the same numbers on every device), then moved to *device*."""
     g = torch.Generator().manual_seed(0)
     if name == "a":
-        return (lambda x: torch.sin(x) * x), torch.randn(n, generator=g, dtype=torch.float64)
+        return (lambda x: torch.sin(x) * x), torch.randn(n, generator=g, dtype=torch.float64).to(device)
     if name == "b":
-        a = torch.randn(n, n, generator=g, dtype=torch.float64) / n**0.5
-        return (lambda x: a @ x), torch.randn(n, generator=g, dtype=torch.float64)
+        a = (torch.randn(n, n, generator=g, dtype=torch.float64) / n**0.5).to(device)
+        return (lambda x: a @ x), torch.randn(n, generator=g, dtype=torch.float64).to(device)
     if name == "d":
-        return lstm_case(n, g)
+        return lstm_case(n, g, device)
     hidden = max(1, n // 10)
-    data = torch.randn(32, 8, generator=g, dtype=torch.float64)
-    target = torch.randn(32, generator=g, dtype=torch.float64)
+    data = torch.randn(32, 8, generator=g, dtype=torch.float64).to(device)
+    target = torch.randn(32, generator=g, dtype=torch.float64).to(device)
 
     def mlp(p: Any) -> Any:
         w1 = p[: 8 * hidden].reshape(hidden, 8)
@@ -58,28 +60,28 @@ def case(name: str, n: int) -> tuple[Callable[..., Any], Any]:
         w2 = p[9 * hidden: 10 * hidden]
         return ((torch.tanh(data @ w1.T + b1) @ w2 - target) ** 2).mean()
 
-    return mlp, 0.3 * torch.randn(10 * hidden, generator=g, dtype=torch.float64)
+    return mlp, (0.3 * torch.randn(10 * hidden, generator=g, dtype=torch.float64)).to(device)
 
 
-def lstm_case(n: int, g: torch.Generator) -> tuple[Callable[..., Any], Any]:
+def lstm_case(n: int, g: torch.Generator, device: str = "cpu") -> tuple[Callable[..., Any], Any]:
     """(d) an LSTM (4 inputs, h hidden units, 3 sequences of 5 steps) as a function of its 4h² + 24h
     parameters, h the largest with at most n of them (at least 1); the output is the last hidden
     state of each sequence (3h values): a dense Jacobian, and a module torch.func.vmap cannot batch."""
     h = 1
     while 4 * (h + 1) ** 2 + 24 * (h + 1) <= n:
         h += 1
-    lstm = torch.nn.LSTM(4, h, batch_first=True).double()
+    lstm = torch.nn.LSTM(4, h, batch_first=True).double().to(device)
     names = [name for name, _ in lstm.named_parameters()]
     shapes = [p.shape for _, p in lstm.named_parameters()]
     sizes = [p.numel() for _, p in lstm.named_parameters()]
-    data = torch.randn(3, 5, 4, generator=g, dtype=torch.float64)
+    data = torch.randn(3, 5, 4, generator=g, dtype=torch.float64).to(device)
 
     def run(p: Any) -> Any:
         params = {k: t.reshape(shape) for k, t, shape in zip(names, p.split(sizes), shapes)}
         out, _ = torch.func.functional_call(lstm, params, (data,))
         return out[:, -1]
 
-    return run, 0.3 * torch.randn(sum(sizes), generator=g, dtype=torch.float64)
+    return run, (0.3 * torch.randn(sum(sizes), generator=g, dtype=torch.float64)).to(device)
 
 
 NAMES = {"a": "a sin(x)*x", "b": "b A@x", "c": "c mlp-loss", "d": "d lstm"}
@@ -174,14 +176,14 @@ def floor_time(fn: Any, x0: Any) -> float:
         return median_time(lambda: run(n, batched=False), budget=0.3)[0]
 
 
-def run_table(sizes: list[int], cases: str) -> list[str]:
+def run_table(sizes: list[int], cases: str, device: str = "cpu") -> list[str]:
     rows = ["| case | N | gradcheck slow s | ga full s | full speed-up | N forwards s (floor) | floor speed-up "
             "| gradcheck fast s | ga directional s | directional vs fast "
             "| ga full: structure / evidence / evaluation |",
             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cases:
         for n in sizes:
-            fn, x0 = case(c, n)
+            fn, x0 = case(c, n, device)
             m = methods(fn, x0)
             t_fast, t_dir = paired_times(m["gc_fast"], m["ga_directional"], budget=2.0)
             t_floor = floor_time(fn, x0)
@@ -223,10 +225,13 @@ def main() -> None:
     parser.add_argument("--cases", default="abc")
     parser.add_argument("--mem", action="store_true")
     parser.add_argument("--threads", type=int, default=1, help="torch threads for both tools (default 1)")
+    parser.add_argument("--device", default="cpu", help="where the function and its inputs live, e.g. cuda "
+                        "(ga.check evaluates there and works out its evidence on the CPU; gradcheck does both there)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, threads={args.threads}, float64; median seconds of warm calls\n")
-    print("\n".join(run_table([int(s) for s in args.sizes.split(",")], args.cases)))
+    print(f"torch {torch.__version__}, threads={args.threads}, float64, device {args.device}; "
+          "median seconds of warm calls\n")
+    print("\n".join(run_table([int(s) for s in args.sizes.split(",")], args.cases, args.device)))
     if args.mem:
         print("\nPeak RSS above the base (MB), one call at N = 3000 in a fresh process "
               f"(chunks bounded by {gradaudit.evaluate.CHUNK_BYTES // 2**20} MB per batched call):\n")

@@ -167,8 +167,9 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
             return fn(*rebuilt, **fixed)
 
     # copies: the function may write to its inputs, and the caller's tensors must stay as they were
-    promoted = [_evidence_copy(x) for x in xs]
-    problem = Problem(call, promoted, labels, diff, rng_seed=seed,
+    # (on the CPU, where all evidence is worked out: each call moves them to the caller's device and back)
+    promoted, devices = E.on_cpu([_evidence_copy(x) for x in xs])
+    problem = Problem(call, promoted, labels, diff, rng_seed=seed, devices=devices,
                       rng_devices=tuple(sorted({x.device.index or 0 for x in xs if torch.is_tensor(x) and x.is_cuda})))
     if complex_in:
         problem.notes.append("complex input(s) " + ", ".join(repr(labels[i]) for i in complex_in) + " checked as "
@@ -180,7 +181,7 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
         if all(p.dtype == x.dtype for p, x in zip(promoted, xs)) or isinstance(
                 exc.original, (InputMutated, NotDeterministic)):
             raise
-        problem.inputs = [_evidence_copy(x, float64=False) for x in xs]
+        problem.inputs = E.on_cpu([_evidence_copy(x, float64=False) for x in xs])[0]
         problem.random = None
         _first_calls(problem)
         problem.notes.append(f"the function failed in float64 ({type(exc.original).__name__}: {exc.original}); "
@@ -231,8 +232,12 @@ def _first_calls(problem: Problem) -> None:
     pristine = [x.clone() if torch.is_tensor(x) else None for x in problem.inputs]
     leaves = problem.leaves()
     problem.keep = problem.point = None
-    with E.GradMode(True):  # with its graph: the first backward (metadata, vᵀJ) reuses it
-        outs = problem.call(*leaves)
+    problem.watch_moved = True
+    try:
+        with E.GradMode(True):  # with its graph: the first backward (metadata, vᵀJ) reuses it
+            outs = problem.call(*leaves)
+    finally:
+        problem.watch_moved = False
     problem.keep, left_out = _kept_outputs(outs)
     if not problem.keep:
         _outputs(outs)  # says what the function returned instead of floating-point tensors
@@ -241,8 +246,9 @@ def _first_calls(problem: Problem) -> None:
     problem.point = (leaves, outs)  # its graph: the first backward (vᵀJ, twice) goes through it
     if left_out:
         problem.notes.append("left out of the check (as gradcheck does): " + "; ".join(left_out))
-    for name, x, before in zip(problem.names, problem.inputs, pristine):
-        if before is not None and not _same(x, before):
+    moved, problem.moved = problem.moved, None  # the copies the function got on its device, if any
+    for i, (name, x, before) in enumerate(zip(problem.names, problem.inputs, pristine)):
+        if before is not None and not (_same(x, before) and (moved is None or _same(moved[i].detach().cpu(), before))):
             raise EvaluationError("the function", InputMutated(
                 f"the function changes its input '{name}' in place (through .data, .copy_ or an in-place op under "
                 "no_grad), so every evaluation sees a different point and its gradient there is not defined. "
@@ -935,14 +941,17 @@ def _expected(problem: Problem, expected: Sequence[Any]) -> dict[int, tuple[Find
 def _problem_meta(problem: Problem) -> tuple[InputMeta, ...]:
     """The inputs' metadata, as every record of one check states it (made once per check)."""
     if problem.meta is None:
-        problem.meta = _inputs_meta(problem.inputs, problem.names, problem.diff)
+        problem.meta = _inputs_meta(problem.inputs, problem.names, problem.diff,
+                                    [problem.device_of(j) for j in range(len(problem.inputs))])
     return problem.meta  # type: ignore[no-any-return]
 
 
-def _inputs_meta(problem_inputs: Sequence[Any], names: Sequence[str], diff: Sequence[int]) -> tuple[InputMeta, ...]:
+def _inputs_meta(problem_inputs: Sequence[Any], names: Sequence[str], diff: Sequence[int],
+                 devices: Sequence[str] | None = None) -> tuple[InputMeta, ...]:
     import torch
 
-    return tuple(InputMeta(n, None, tuple(t.shape), str(t.dtype).removeprefix("torch."), str(t.device), i in diff)
+    return tuple(InputMeta(n, None, tuple(t.shape), str(t.dtype).removeprefix("torch."),
+                           str(t.device) if devices is None else devices[i], i in diff)
                  if torch.is_tensor(t) else InputMeta(n, repr(t), (), type(t).__name__, "", False)
                  for i, (n, t) in enumerate(zip(names, problem_inputs)))
 
@@ -1003,7 +1012,7 @@ def _vjp_record(problem: Problem, j: int, f: Findings, mode: str, tol: Tolerance
         derivation="autograd's backward (vᵀJ with random non-unit v) against finite differences",
         method="vjp", stored_or_returned="returned", tolerance=tol, source=repro, executed=True,
         verdict=f.verdict, outcome=J.outcome(f.verdict), reason=_summary(f),  # type: ignore[arg-type]
-        shape=tuple(x.shape), dtype=dtype, device=str(x.device), mode=mode,
+        shape=tuple(x.shape), dtype=dtype, device=problem.device_of(j), mode=mode,
         evidence=_evidence(info, mode, dtype, bound), discrepancy=f.discrepancy(KEEP, kept), rerun=repro,
         elapsed_s=None)
 
@@ -1023,7 +1032,7 @@ def _method_record(problem: Problem, j: int, f: Findings, method: str, derivatio
         analytical_gradient=None if expected is None else to_json(expected),
         derivation=derivation, method=method, stored_or_returned="returned", tolerance=tol, source=repro,
         executed=True, verdict=f.verdict, outcome=J.outcome(f.verdict), reason=_summary(f),  # type: ignore[arg-type]
-        shape=tuple(x.shape), dtype=dtype, device=str(x.device), mode=mode, evidence=evidence,
+        shape=tuple(x.shape), dtype=dtype, device=problem.device_of(j), mode=mode, evidence=evidence,
         discrepancy=f.discrepancy(KEEP), rerun=repro)
 
 

@@ -16,6 +16,7 @@ from .evaluate import (
     batched_outputs,
     halving_steps,
     numeric_columns,
+    on_cpu,
     ridders_columns,
     slopes,
     steps,
@@ -120,7 +121,9 @@ def numeric_problem(check: Expectation) -> tuple[Problem, str | None]:
     note = None
     tensors = [s.tensor(requires_grad=False, dtype="float64" if s.dtype in ("float32", "float16", "bfloat16")
                         else None) for s in specs]
-    problem = Problem(fn, tensors, names, diff)
+    # the evidence on the CPU, each evaluation on the inputs' own device (Problem.devices)
+    tensors, devices = on_cpu(tensors)
+    problem = Problem(fn, tensors, names, diff, devices=devices)
 
     def first() -> torch.Tensor:  # the user's exception itself, as the other channels raise it
         try:
@@ -136,7 +139,7 @@ def numeric_problem(check: Expectation) -> tuple[Problem, str | None]:
         native = [s.tensor(requires_grad=False) for s in specs]
         if all(a.dtype == b.dtype for a, b in zip(native, tensors)):
             raise
-        problem.inputs = tensors = native
+        problem.inputs = tensors = on_cpu(native)[0]
         out = first()
         note = f"the function failed in float64 ({type(exc).__name__}: {exc}); evidence in the inputs' own dtype"
     problem.outputs = [out.detach()]
@@ -178,6 +181,7 @@ def finite_difference(check: Expectation) -> Gathered:
         info.pop("evaluation", None)
         info.pop("largest_chunk", None)
         ev.info["per_input"][name] = {"scheme": used, "dtype": str(x.dtype).removeprefix("torch."),
+                                      "device": problem.device_of(j),
                                       "f": float(problem.outputs[0]), **info}
 
     def side_slopes(name: str, cols: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -222,7 +226,7 @@ def _complex_step(problem: Problem, j: int, cols: torch.Tensor, info: dict[str, 
     batch = x.detach().to(ctype).reshape(1, -1).repeat(len(cols), 1)
     batch[torch.arange(len(cols)), cols] += complex(0.0, CS_STEP)
     moved = Problem(problem.fn, [t.to(ctype) if i == j else t for i, t in enumerate(problem.inputs)],
-                    problem.names, problem.diff, outputs=problem.outputs)
+                    problem.names, problem.diff, outputs=problem.outputs, devices=problem.devices)
     try:
         with torch.no_grad():
             (out,) = batched_outputs(moved, j, batch.reshape(len(cols), *x.shape), info)

@@ -18,7 +18,7 @@ Exceptions raised by the user's function or backward come out as :class:`Evaluat
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +72,12 @@ class Problem:
     # per output, the flat elements that are not finite at the point (None: every one is), when some but not all
     # are: directional phi leaves them out (their weight is 0 and their value at every step reads 0)
     dead: list[torch.Tensor | None] | None = None
+    # per input, the device the function runs it on where that is not the CPU (None: every input on the CPU). The
+    # inputs above and all evidence stay on the CPU; each call moves its inputs there and its outputs back, both
+    # differentiably, so the function and its backward run where the caller put them and the copies are exact
+    devices: list[Any] | None = None
+    moved: list[Any] | None = None  # with watch_moved: the device copies the last call made
+    watch_moved: bool = False  # keep them (the first call's are checked unchanged, as the inputs are)
 
     def call(self, *xs: torch.Tensor) -> list[torch.Tensor]:
         """The function's outputs as a list; its exceptions become EvaluationError('function').
@@ -93,6 +99,10 @@ class Problem:
         return self._call(*xs)
 
     def _call(self, *xs: torch.Tensor) -> list[torch.Tensor]:
+        if self.devices is not None:
+            xs = tuple(x if d is None else x.to(d) for x, d in zip(xs, self.devices))
+            if self.watch_moved:
+                self.moved = list(xs)
         try:
             if self.random is False:
                 out = self.fn(*xs)
@@ -121,8 +131,16 @@ class Problem:
         import torch
 
         if self.keep == [0] and torch.is_tensor(out) and not out.is_complex():  # one real tensor: as it is
-            return [out]
-        return self.select(_flat_outputs(out))
+            return [out] if self.devices is None else [_to_cpu(out)]
+        outs = self.select(_flat_outputs(out))
+        return outs if self.devices is None else [_to_cpu(o) for o in outs]
+
+    def device_of(self, j: int) -> str:
+        """The device of input j as the caller gave it (the evidence itself is on the CPU)."""
+        if self.devices is not None and self.devices[j] is not None:
+            return str(self.devices[j])
+        x = self.inputs[j]
+        return str(x.device) if hasattr(x, "device") else ""
 
     def select(self, outs: list[Any]) -> list[Any]:
         """The checked outputs among all of them, a complex one as its real view (real, imaginary)."""
@@ -189,6 +207,23 @@ class Problem:
         if self._noise is None:
             self._noise = measure_noise(self)
         return self._noise[k]
+
+
+def on_cpu(xs: Sequence[Any]) -> tuple[list[Any], list[Any] | None]:
+    """The tensors among *xs* on the CPU, and per input the device it came from (None: the CPU); the second is
+    None when every tensor is on the CPU. See ``Problem.devices``."""
+    import torch
+
+    devices = [x.device if torch.is_tensor(x) and x.device.type != "cpu" else None for x in xs]
+    if all(d is None for d in devices):
+        return list(xs), None
+    return [x if d is None else x.cpu() for x, d in zip(xs, devices)], devices
+
+
+def _to_cpu(t: Any) -> Any:
+    import torch
+
+    return t.cpu() if torch.is_tensor(t) and t.device.type != "cpu" else t
 
 
 def _flat_outputs(out: Any) -> list[Any]:

@@ -359,7 +359,10 @@ def _judge_gradient(base: Record, check: Expectation, name: str, method: str, ev
                      reason="no gradient (None): the output does not depend on this input"
                             + ("; the expectation is zero" if zero else ", but the expectation is not zero"))
     fields.update(observed_gradient=grad.to(torch.float64).tolist() if grad.dtype == torch.bfloat16 else grad.tolist(),
-                  shape=tuple(grad.shape), dtype=str(grad.dtype).removeprefix("torch."), device=str(grad.device))
+                  shape=tuple(grad.shape), dtype=str(grad.dtype).removeprefix("torch."),
+                  # a finite-difference estimate is worked out on the CPU from evaluations on the input's device
+                  device=ev.info["per_input"][name].get("device", str(grad.device)) if method == "finite_difference"
+                  else str(grad.device))
     f = Findings(-1, name, tuple(expected.shape), [()], reference_kind="expected")
     cols = torch.arange(expected.numel()).reshape(expected.shape)
     if method != "finite_difference":
