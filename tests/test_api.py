@@ -4,6 +4,8 @@ Each planted Function's true derivative is written in its forward's comment; the
 carries one deliberate bug.
 """
 
+import math
+
 import pytest
 import torch
 
@@ -233,6 +235,53 @@ def test_a_kink_within_the_one_sided_step_is_never_a_false_failure():
             took_affine += 1
             assert res.info["ridders_columns"] == 1
     assert took_affine  # the affine guess was made, and wrong, at least once
+
+
+def test_a_diagonal_jacobian_judged_by_ridders_moves_its_columns_together_and_locates_the_same_entries():
+    """y = sin(x), dy/dx = cos(x) (diagonal); the backward is off by a relative 1e-6 at elements 3 and 17 of 40.
+    The final stage's Ridders runs once for the band's one column group (2 x 8 evaluations) instead of once
+    per column (2 x 8 x 40), and finds exactly the planted entries with cos(x) as the reference."""
+    x = leaf(40)
+
+    def off_at_3_and_17(g, x):
+        out = torch.cos(x) * g
+        out[[3, 17]] *= 1 + 1e-6
+        return out
+
+    f = fn_class(torch.sin, off_at_3_and_17)
+    res = ga.check(f.apply, (x,), mode="full")
+    assert res.verdict == "fail" and res.info["structure"].startswith("diagonal"), res.report()
+    assert res.info["ridders_grouped"] == "1 group(s) of the band" and res.info["evaluations"] < 2 * 8 * 40
+    assert sorted((m.element, m.output_element) for m in res.mismatches) == [((3,), (3,)), ((17,), (17,))]
+    for m in res.mismatches:
+        want = math.cos(x[m.element[0]].item())
+        assert m.reference == pytest.approx(want, rel=1e-9)
+        assert m.observed == pytest.approx(want * (1 + 1e-6), rel=1e-12)
+
+
+def test_a_banded_jacobian_judged_by_ridders_locates_an_off_diagonal_entry():
+    """y_i = sin(x_i) + x_i x_{i+1} (y_39 = sin(x_39)): J[i, i] = cos(x_i) + x_{i+1}, J[i, i + 1] = x_i, a band of
+    half-width 1. The backward is off by a relative 1e-6 at the off-diagonal entry (5, 6): the mismatch is there,
+    with x_5 as the reference."""
+    x = leaf(40)
+
+    def forward(x):
+        y = torch.sin(x)
+        return torch.cat([y[:-1] + x[:-1] * x[1:], y[-1:]])
+
+    def backward(g, x):
+        out = torch.cos(x) * g
+        out[:-1] += g[:-1] * x[1:]
+        out[1:] += g[:-1] * x[:-1]
+        out[6] += 1e-6 * g[5] * x[5]
+        return out
+
+    res = ga.check(fn_class(forward, backward).apply, (x,), mode="full")
+    assert res.verdict == "fail" and res.info["structure"].startswith("banded (half-width 1)"), res.report()
+    assert res.info["ridders_grouped"] == "3 group(s) of the band"
+    (m,) = res.mismatches
+    assert (m.element, m.output_element) == ((6,), (5,))
+    assert m.reference == pytest.approx(x[5].item(), rel=1e-9)
 
 
 def test_functions_that_refuse_far_points_fall_back_to_central_differences():

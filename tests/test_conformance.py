@@ -1769,3 +1769,26 @@ def test_a_small_slope_among_larger_ones_passes_when_right_and_fails_alone_when_
         assert ga.check(right, (x,), mode="full", seed=seed).verdict == "pass", seed
     alone = torch.tensor([small], dtype=F64, requires_grad=True)
     assert ga.check(_hand_written(*_POWER_1_5, 1e-8, last_only=True), (alone,), mode="full").verdict == "fail"
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+@pytest.mark.parametrize("name, fn, jumps", [
+    # floor and ceil jump at every integer: -2, -1, 1, 2 and x[20] = -1.1e-16 (linspace's rounding), a step away
+    # from 0; round jumps at the half-integers -1.5, -0.5, 0.5, 1.5; trunc at the integers but not at 0
+    ("floor", torch.floor, {0, 10, 20, 30, 40}),
+    ("ceil", torch.ceil, {0, 10, 20, 30, 40}),
+    ("round", torch.round, {5, 15, 25, 35}),
+    ("trunc", torch.trunc, {0, 10, 30, 40}),
+])
+def test_a_step_function_at_its_jumps_is_inconclusive_there_whatever_the_input_size(mode, name, fn, jumps):
+    """linspace(-2, 2, 41): the derivative does not exist at the jumps (autograd says 0). Column by column (five
+    elements) and with column groups (41: autograd's pattern is empty, one group) the verdict is the same:
+    inconclusive, at exactly the jumps. With groups it was a pass: the measured evaluation noise at a jump is
+    the jump itself, and a row allowed to move by that noise hid it."""
+    x = torch.linspace(-2, 2, 41, dtype=F64)
+    res = ga.check(fn, (x.clone().requires_grad_(),), mode=mode)
+    assert res.verdict == "inconclusive", res.report()
+    assert {m.element[0] for m in res.mismatches} == jumps and all(m.verdict == "inconclusive" for m in res.mismatches)
+    few = sorted(jumps)[:2] + [1, 3, 37]  # two jumps among three points where the function is flat
+    small = ga.check(fn, (x[few].clone().requires_grad_(),), mode=mode)
+    assert small.verdict == "inconclusive" and {m.element[0] for m in small.mismatches} == {0, 1}, small.report()

@@ -42,6 +42,7 @@ from .evaluate import (
     held,
     numeric_columns,
     ridders_columns,
+    ridders_grouped,
     slopes,
     steps,
 )
@@ -867,6 +868,8 @@ def _quick_band(problem: Problem, j: int, band: Band, tol: ToleranceUsed, found:
 #: an input of at most this many elements is checked column by column (2n plain calls: no structure, column
 #: groups or affinity test, to look for; they cost more than they save at this size)
 PLAIN_COLUMNS = 16
+#: a measured evaluation noise above this fraction of max(1, |f|) is no rounding (4.5e9 ulps): a jump at the point
+JUMP_NOISE = 1e-6
 #: column groups are used when there are at most this fraction of the columns (else: one column at a time)
 COLORED_FRACTION = 4
 #: the pattern's non-zeros at most this many (the grouping is a Python loop over them)
@@ -958,7 +961,11 @@ def _quick_colored(problem: Problem, j: int, analytic: dict[tuple[int, int], tor
     # the rounding of a difference of two evaluations, (M_k,): as the column-by-column quick stage for an
     # entry; a row that must not move may also move by the measured rounding (terms that cancel)
     f_round = [2 * ROUNDING_ULPS * eps * problem.f_size(k) for k in range(len(sizes))]
-    still = [torch.maximum(f_round[k], 2 * problem.noise(k)).reshape(1, -1) for k in range(len(sizes))]
+    # except where one evaluation is off by more than JUMP_NOISE of the value's size: no rounding does that, a
+    # jump within a few ulps of the point does (floor at an integer: the measured "noise" is the jump itself), and
+    # a row that must not move may move by rounding alone there; so column by column, as without groups
+    still = [torch.where(problem.noise(k) > JUMP_NOISE * problem.f_size(k), f_round[k],
+                         torch.maximum(f_round[k], 2 * problem.noise(k))).reshape(1, -1) for k in range(len(sizes))]
     entries = []  # per output: autograd's non-zeros (rows, cols) outside held columns
     for block in blocks:
         r, c = (block != 0).nonzero().unbind(1) if block is not None else (torch.zeros(0, dtype=torch.long),) * 2
@@ -1297,9 +1304,14 @@ def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[in
     cols = found.unheld(cols)
     width = max(1, _chunk(problem, 12 * len(cols)) // 12)
     info["ridders_columns"] = info.get("ridders_columns", 0) + len(cols)
+    groups = 0 if banded is None else 2 * int((banded.cols - banded.rows).abs().max()) + 1 if len(banded.cols) else 1
+    if groups:  # a verified band: the asked columns of one group c mod (2b + 1) move together
+        width = max(width, 1024) if len(cols) > width else width
+        info["ridders_grouped"] = f"{groups} group(s) of the band"
     for a in range(0, len(cols), width):
         part = cols[a:a + width]
-        refined = ridders_columns(problem, j, part, info)
+        refined = (ridders_grouped(problem, j, part, banded.rows, banded.cols, groups, info) if banded is not None
+                   else ridders_columns(problem, j, part, info))
         # the slopes decide only entries outside the allowance (a kink or a jump makes them inconclusive):
         # they are measured for the columns holding such an entry, which are then judged with them
         first = []
