@@ -868,8 +868,10 @@ def _quick_band(problem: Problem, j: int, band: Band, tol: ToleranceUsed, found:
 #: an input of at most this many elements is checked column by column (2n plain calls: no structure, column
 #: groups or affinity test, to look for; they cost more than they save at this size)
 PLAIN_COLUMNS = 16
-#: a measured evaluation noise above this fraction of max(1, |f|) is no rounding (4.5e9 ulps): a jump at the point
-JUMP_NOISE = 1e-6
+#: a measured evaluation noise above this fraction of max(1, |f|) (45,000 ulps) is taken for a jump at the point, not
+#: rounding: a row a column group must not move then moves by rounding alone (a larger noise from terms that cancel
+#: only sends its groups column by column, which judge it as an input too small for groups would be judged)
+JUMP_NOISE = 1e-11
 #: column groups are used when there are at most this fraction of the columns (else: one column at a time)
 COLORED_FRACTION = 4
 #: the pattern's non-zeros at most this many (the grouping is a Python loop over them)
@@ -961,9 +963,9 @@ def _quick_colored(problem: Problem, j: int, analytic: dict[tuple[int, int], tor
     # the rounding of a difference of two evaluations, (M_k,): as the column-by-column quick stage for an
     # entry; a row that must not move may also move by the measured rounding (terms that cancel)
     f_round = [2 * ROUNDING_ULPS * eps * problem.f_size(k) for k in range(len(sizes))]
-    # except where one evaluation is off by more than JUMP_NOISE of the value's size: no rounding does that, a
-    # jump within a few ulps of the point does (floor at an integer: the measured "noise" is the jump itself), and
-    # a row that must not move may move by rounding alone there; so column by column, as without groups
+    # except where one evaluation is off by more than JUMP_NOISE of the value's size: a jump within a few ulps of
+    # the point does that (floor at an integer: the measured "noise" is the jump itself), and a row that must not
+    # move may move by rounding alone there; so its groups go column by column, as without groups
     still = [torch.where(problem.noise(k) > JUMP_NOISE * problem.f_size(k), f_round[k],
                          torch.maximum(f_round[k], 2 * problem.noise(k))).reshape(1, -1) for k in range(len(sizes))]
     entries = []  # per output: autograd's non-zeros (rows, cols) outside held columns
