@@ -237,10 +237,9 @@ def test_a_kink_within_the_one_sided_step_is_never_a_false_failure():
     assert took_affine  # the affine guess was made, and wrong, at least once
 
 
-def test_a_diagonal_jacobian_judged_by_ridders_moves_its_columns_together_and_locates_the_same_entries():
-    """y = sin(x), dy/dx = cos(x) (diagonal); the backward is off by a relative 1e-6 at elements 3 and 17 of 40.
-    The final stage's Ridders runs once for the band's one column group (2 x 8 evaluations) instead of once
-    per column (2 x 8 x 40), and finds exactly the planted entries with cos(x) as the reference."""
+def test_a_diagonal_jacobian_judged_by_ridders_locates_exactly_the_wrong_entries():
+    """y = sin(x), dy/dx = cos(x) (diagonal); the backward is off by a relative 1e-6 at elements 3 and 17 of 40:
+    exactly those entries, with cos(x) as the reference."""
     x = leaf(40)
 
     def off_at_3_and_17(g, x):
@@ -251,7 +250,6 @@ def test_a_diagonal_jacobian_judged_by_ridders_moves_its_columns_together_and_lo
     f = fn_class(torch.sin, off_at_3_and_17)
     res = ga.check(f.apply, (x,), mode="full")
     assert res.verdict == "fail" and res.info["structure"].startswith("diagonal"), res.report()
-    assert res.info["ridders_grouped"] == "1 group(s) of the band" and res.info["evaluations"] < 2 * 8 * 40
     assert sorted((m.element, m.output_element) for m in res.mismatches) == [((3,), (3,)), ((17,), (17,))]
     for m in res.mismatches:
         want = math.cos(x[m.element[0]].item())
@@ -278,10 +276,38 @@ def test_a_banded_jacobian_judged_by_ridders_locates_an_off_diagonal_entry():
 
     res = ga.check(fn_class(forward, backward).apply, (x,), mode="full")
     assert res.verdict == "fail" and res.info["structure"].startswith("banded (half-width 1)"), res.report()
-    assert res.info["ridders_grouped"] == "3 group(s) of the band"
     (m,) = res.mismatches
     assert (m.element, m.output_element) == ((6,), (5,))
     assert m.reference == pytest.approx(x[5].item(), rel=1e-9)
+
+
+def test_a_small_dependence_outside_a_verified_band_is_located_where_it_is():
+    """y = sin(30 x), and y_0 also has 3e-8 x_39: J[r, r] = 30 cos(30 x_r), J[0, 39] = 3e-8. The backward routes that
+    term to x_0 instead (J[0, 0] off by 3e-8, J[0, 39] given as 0). The band test (to 1e-7 of an entry) takes the
+    Jacobian for diagonal; the final stage must still judge each column by itself and name both entries. (A
+    reviewer's case against moving a band's columns together in Ridders' stage, tried and dropped: the term of
+    column 39 was credited to entry (0, 0), and with a custom tolerance the check passed.)"""
+    class Leaky(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            y = torch.sin(30 * x)
+            y[0] += 3e-8 * x[-1]
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            out = 30 * torch.cos(30 * x) * g
+            out[0] += 3e-8 * g[0]
+            return out
+
+    g = torch.Generator().manual_seed(0)
+    x = (torch.rand(40, generator=g, dtype=F64) * 0.8 + 0.1).requires_grad_()
+    for tol in (None, Tolerance(0.0, 1e-9, why="a custom tolerance: the directional confirmation does not run")):
+        res = ga.check(Leaky.apply, (x,), mode="full", tolerance=tol)
+        assert res.verdict == "fail", res.report()
+        assert {(m.element, m.output_element) for m in res.mismatches} == {((0,), (0,)), ((39,), (0,))}, res.report()
 
 
 def test_functions_that_refuse_far_points_fall_back_to_central_differences():

@@ -760,41 +760,6 @@ def ridders_columns(problem: Problem, j: int, cols: torch.Tensor, info: Info, *,
     return out
 
 
-def ridders_grouped(problem: Problem, j: int, cols: torch.Tensor, rows: torch.Tensor, entry_cols: torch.Tensor,
-                    width: int, info: Info) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """:func:`ridders_columns` for columns of a verified band (one output): the Jacobian's non-zeros are at
-    (*rows*, *entry_cols*) and every row reaches at most one column of each group c mod *width*, so the asked
-    columns of one group move together, each by its own step h0_c / 2^k, and row r of the group's quotient
-    is J[r, c] h0_c: 2 * width evaluations per level of the tableau instead of 2 per column. The same steps,
-    the same tableau and the same bound (its estimate plus noise / h) per entry as per column; the entries
-    outside the band, zero on both sides, get value 0 and bound 0. Returns [(value, bound)] as (len(cols), M)."""
-    import torch
-
-    x = problem.inputs[j]
-    n, m = x.numel(), problem.outputs[0].numel()
-    h0 = halving_steps(x, RIDDERS_BASE, RIDDERS_COLUMNS).reshape(-1)
-    group = cols % width
-    present = torch.unique(group)  # sorted
-    slot = torch.full((width,), -1, dtype=torch.long)
-    slot[present] = torch.arange(len(present))
-    directions = torch.zeros(len(present), n, dtype=x.dtype)
-    directions[slot[group], cols] = h0[cols].to(x.dtype)
-    per_step = [numeric_columns(problem, j, directions, 0.5 ** k, info)[0] for k in range(RIDDERS_COLUMNS)]
-    position = torch.full((n,), -1, dtype=torch.long)
-    position[cols] = torch.arange(len(cols))
-    keep = position[entry_cols] >= 0  # the band's entries in the asked columns
-    rr, cc = rows[keep], entry_cols[keep]
-    quotients = torch.stack([d[slot[cc % width], rr] for d in per_step])  # (K, E): J[r, c] h0_c per level
-    value, err, used = ridders_tensor(quotients)
-    hc = h0[cc].to(torch.float64)
-    h_used = hc * torch.pow(0.5, used.to(torch.float64))
-    out_value = torch.zeros(len(cols), m, dtype=torch.float64)
-    out_bound = torch.zeros(len(cols), m, dtype=torch.float64)
-    out_value[position[cc], rr] = value / hc
-    out_bound[position[cc], rr] = err / hc + problem.noise(0)[rr] / h_used
-    return [(out_value, out_bound)]
-
-
 def _step_of(hs: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
     """The step (per column) of the tableau index *used* (per entry, shape (w, M))."""
     k = used.clamp_max(hs.shape[0] - 1)

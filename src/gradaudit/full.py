@@ -42,7 +42,6 @@ from .evaluate import (
     held,
     numeric_columns,
     ridders_columns,
-    ridders_grouped,
     slopes,
     steps,
 )
@@ -1306,14 +1305,9 @@ def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[in
     cols = found.unheld(cols)
     width = max(1, _chunk(problem, 12 * len(cols)) // 12)
     info["ridders_columns"] = info.get("ridders_columns", 0) + len(cols)
-    groups = 0 if banded is None else 2 * int((banded.cols - banded.rows).abs().max()) + 1 if len(banded.cols) else 1
-    if groups:  # a verified band: the asked columns of one group c mod (2b + 1) move together
-        width = max(width, 1024) if len(cols) > width else width
-        info["ridders_grouped"] = f"{groups} group(s) of the band"
     for a in range(0, len(cols), width):
         part = cols[a:a + width]
-        refined = (ridders_grouped(problem, j, part, banded.rows, banded.cols, groups, info) if banded is not None
-                   else ridders_columns(problem, j, part, info))
+        refined = ridders_columns(problem, j, part, info)
         # the slopes decide only entries outside the allowance (a kink or a jump makes them inconclusive):
         # they are measured for the columns holding such an entry, which are then judged with them
         first = []
