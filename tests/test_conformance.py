@@ -157,6 +157,15 @@ def test_sparse_inputs_are_refused_with_the_fix():
         ga.check(lambda s: s.to_dense().sum(), (s,))
 
 
+def test_a_meta_tensor_input_is_refused_with_a_readable_error_not_a_copy_failure():
+    # a meta tensor has a shape and no values: before, the evidence copy raised torch's bare
+    # NotImplementedError ("Cannot copy out of meta tensor; no data!")
+    x = torch.ones(3, device="meta", dtype=F64, requires_grad=True)
+    with pytest.raises(ga.SpecError, match="meta device") as info:
+        ga.check(torch.sin, (x,))
+    assert info.value.field == "inputs" and "device='cpu'" in str(info.value)
+
+
 # -- steps near singularities and across scales ----------------------------------------------------
 
 def _planted(fn, grad, rel=0.0):

@@ -138,6 +138,10 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
             raise SpecError(f"a {x.layout} input is not supported: gradaudit perturbs dense tensors element by "
                             "element. Pass x.to_dense() and, if the function needs it, convert back inside.",
                             field="inputs")
+        if torch.is_tensor(x) and x.is_meta:
+            raise SpecError("an input is on the meta device, which holds shapes but no values: finite differences "
+                            "need values. Create it on a real device (torch.randn(..., device='cpu') or 'cuda'); "
+                            "the check runs the function there.", field="inputs")
     diff = [i for i, x in enumerate(xs) if torch.is_tensor(x) and x.requires_grad]
     if not diff:
         raise SpecError("no input is a tensor with requires_grad=True, so there is no gradient to check; create "

@@ -153,7 +153,7 @@ def tensor_literal(t: torch.Tensor) -> str | None:
     """A pasteable expression for a small tensor (None when it is too large or not plain)."""
     import torch
 
-    if t.numel() > INLINE or t.layout != torch.strided:
+    if t.numel() > INLINE or t.layout != torch.strided or t.is_meta:  # a meta tensor has no values to write
         return None
     if t.is_complex():  # its real and imaginary parts, exactly (a literal 1-0j would lose the sign of zero)
         parts = torch.view_as_real(t.detach().cpu().resolve_conj())
