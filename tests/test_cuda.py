@@ -154,6 +154,48 @@ def test_a_function_that_mutates_its_cuda_input_is_an_error_and_the_callers_tens
     assert res.verdict == "error" and "in place" in res.records[0].error.message, res.report()
 
 
+class Square(torch.autograd.Function):
+    """z -> z^2: autograd's convention returns grad_output * conj(dz^2/dz) = g * conj(2 z)."""
+
+    @staticmethod
+    def forward(ctx, z):
+        ctx.save_for_backward(z)
+        return z * z
+
+    @staticmethod
+    def backward(ctx, g):
+        (z,) = ctx.saved_tensors
+        return g * (2 * z).conj()
+
+
+class SquareNoConj(Square):
+    @staticmethod
+    def backward(ctx, g):
+        (z,) = ctx.saved_tensors
+        return g * 2 * z  # the conj() is missing
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_complex_inputs_on_cuda_by_wirtinger_calculus(mode):
+    z = torch.complex(cuda_leaf(4).detach(), cuda_leaf(4, seed=1).detach()).requires_grad_()
+    assert ga.check(Square.apply, (z,), mode=mode).ok
+    assert ga.check(SquareNoConj.apply, (z,), mode=mode).verdict == "fail"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_function_that_differentiates_inside_on_cuda_and_one_that_returns_to_the_cpu(mode):
+    # the force -dE/dx of E = sum sin(x)^2 is -2 sin(x) cos(x) = -sin(2x), its derivative -2 cos(2x): autograd's
+    # double backward is right; and x^2 moved to the CPU inside the function: d/dx = 2x on the CPU
+    def force(x):
+        energy = (x.sin() ** 2).sum()
+        return -torch.autograd.grad(energy, x, create_graph=True)[0]
+
+    res = ga.check(force, (cuda_leaf(40, seed=3),), mode=mode)
+    assert res.ok and any("gradients on" in n for n in res.info["notes"]), res.report()
+    res = ga.check(lambda x: x.cpu() ** 2, (cuda_leaf(10),), mode=mode)
+    assert res.ok and res.records[0].device == "cuda:0", res.report()
+
+
 def test_a_float32_cuda_input_is_checked_in_float64_and_the_report_says_so():
     # a backward wrong only in float32 (x g instead of 2 x g for y = x^2) is not exercised: the note says so
     f = fn_class(lambda x: x * x, lambda g, x: (x if x.dtype != F64 else 2 * x) * g)
