@@ -310,6 +310,35 @@ def test_a_small_dependence_outside_a_verified_band_is_located_where_it_is():
         assert {(m.element, m.output_element) for m in res.mismatches} == {((0,), (0,)), ((39,), (0,))}, res.report()
 
 
+@pytest.mark.parametrize("missed", [1e-8, 1e-7])
+def test_a_dependence_autograd_misses_outside_a_band_fails_with_a_tolerance_of_ones_own(missed):
+    """y = sin(x), and y_0 also has missed * x_last, which the backward leaves out: J[0, last] = missed, autograd 0.
+    The band test (two draws agreeing to 1e-7 of the entries) takes the Jacobian for diagonal; only the directional
+    confirmation sees the rest, and with a tolerance the user set it did not run: full mode passed at 40 elements
+    where 15 elements and directional mode fail. Now every mode and size fails it, at (last, 0)."""
+    class Missed(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            y = torch.sin(x)
+            y[0] = y[0] + missed * x[-1]
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return torch.cos(x) * g
+
+    tol = Tolerance(0.0, 1e-9, why="a tolerance of one's own: the default's promise is not made")
+    for n in (40, 15):
+        x = (torch.rand(n, generator=torch.Generator().manual_seed(0), dtype=F64) * 0.8 + 0.1).requires_grad_()
+        for mode in ("full", "directional"):
+            res = ga.check(Missed.apply, (x,), mode=mode, tolerance=tol)
+            assert res.verdict == "fail", (n, mode, res.report())
+            if mode == "full":
+                assert {(m.element, m.output_element) for m in res.mismatches} == {((n - 1,), (0,))}, res.report()
+
+
 def test_functions_that_refuse_far_points_fall_back_to_central_differences():
     a = _matrix(40)
     x0 = leaf(40)
