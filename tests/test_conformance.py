@@ -943,13 +943,57 @@ def test_a_diagonal_whose_draws_differ_by_truncation_tries_no_wider_band():
     """tan on 25 elements, 5 of them 0.002 from its pole: the diagonal hypothesis's two draws move each column by
     the smallest step times their own weights, so near the pole they differ by their truncation, (h / d)^2 w^2
     ~ 1e-5, not by rounding. The probe column reaches no neighbour, so no wider band is tried (each would fail
-    alike, 4 (2b + 1) evaluations and 2 (2b + 1) backward rows each): the diagonal's two draws (1 backward row
-    each) and autograd's 25 rows for the column groups are all the backward rows made. The check passes."""
+    alike, 4 (2b + 1) evaluations and 2 (2b + 1) backward rows each). autograd's side of those two draws agrees
+    (its Jacobian is diagonal), so its diagonal is the pattern the column groups use: the diagonal's two draws (1
+    backward row each) are all the backward rows made, not 25 more to rebuild it row by row. The check passes."""
     x = _near_tan_poles(*[0.002] * 5)
     res = ga.check(torch.tan, (x,), mode="full")
     assert res.ok, res
     assert "sparse: 1 column group(s) for 25 columns" in res.info["structure"], res.info
-    assert res.info["backward_rows"] == 2 + 25, res.info
+    assert res.info["backward_rows"] == 2, res.info
+    assert res.info["analytic"].startswith("autograd's diagonal"), res.info
+
+
+class SquareTan(torch.autograd.Function):
+    """tan on all 25 elements (a square, diagonal Jacobian: the band test runs), whose backward is off by a
+    relative *rel* at flat element 3, and gives x_3 a gradient *leak* g_4 that tan does not have (an entry
+    (4, 3) autograd invents)."""
+
+    rel = 0.0
+    leak = 0.0
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.tan(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        out = g * (1 + torch.tan(x) ** 2)
+        out[3] = out[3] * (1 + SquareTan.rel) + SquareTan.leak * g[4]
+        return out
+
+
+@pytest.mark.parametrize("rel, leak", [(1e-8, 0.0), (-1e-8, 0.0), (0.0, 1e-3), (0.0, 1e-7)])
+def test_autograd_diagonal_from_the_band_draws_still_locates_a_wrong_entry_and_an_invented_one(monkeypatch, rel,
+                                                                                                  leak):
+    """Next to tan's poles (5 elements 0.002 below them) the diagonal's numeric draws differ by truncation, and
+    autograd's diagonal from the band test's two draws is the pattern (above). A backward off by 1e-8 at element
+    3, next to a pole, fails there alone; one that invents an entry (4, 3) makes autograd's two draws disagree
+    (each weights row 4 differently), so its Jacobian is rebuilt row by row (25 more backward rows) and the
+    invented entry fails, located, down to 1e-7 beside entries of about 1."""
+    monkeypatch.setattr(SquareTan, "rel", rel)
+    monkeypatch.setattr(SquareTan, "leak", leak)
+    x = _near_tan_poles(*[0.002] * 5)
+    right = ga.check(torch.tan, (x,), mode="full")
+    assert right.ok and right.info["backward_rows"] == 2, right
+    res = ga.check(SquareTan.apply, (x,), mode="full")
+    assert res.verdict == "fail", res
+    where = {(m.location.element, m.output_element) for m in res.mismatches}
+    assert where == ({((3,), (3,))} if rel else {((3,), (4,))}), res.mismatches
+    assert res.info["backward_rows"] == (2 if rel else 2 + 25), res.info
+    assert res.records[0].discrepancy.total == 25 * 25
 
 class TogetherOnly(torch.autograd.Function):
     """(sin x, sum x), whose backward is 1e-6 too large only when both outputs receive a gradient at once."""
