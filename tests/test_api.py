@@ -339,6 +339,59 @@ def test_a_dependence_autograd_misses_outside_a_band_fails_with_a_tolerance_of_o
                 assert {(m.element, m.output_element) for m in res.mismatches} == {((n - 1,), (0,))}, res.report()
 
 
+def _float32_sixth(x):
+    """hardsigmoid's backward as torch 2.13 computes it in float64 (a float32 1/6: 2.98e-8 relative off)."""
+    return torch.where((x > -3) & (x < 3), torch.tensor(1 / 6, dtype=torch.float32).to(F64), 0.0)
+
+
+def test_a_confirmation_that_agrees_along_the_accepted_columns_leaves_them_standing():
+    """hardsigmoid at 20 points in [-6, 6], 10 of them inside (-3, 3) (-2.84 to 2.84), where the backward's slope
+    is float32's 1/6 (2.98e-8 relative off). The quick stage does not accept those 10 columns; the directional
+    confirmation (which a band always asks) disagrees; along the 10 columns the quick stage accepted, it agrees:
+    so exactly those go to Ridders (not all 20), and they fail, located, with the 10 right ones counted as
+    agreeing."""
+    x = torch.linspace(-6.0, 6.0, 20, dtype=F64).requires_grad_()
+    inside = [i for i, v in enumerate(x.tolist()) if -3 < v < 3]
+    assert len(inside) == 10
+    f = fn_class(lambda x: torch.clamp(x / 6 + 0.5, 0.0, 1.0), lambda g, x: g * _float32_sixth(x))
+    res = ga.check(f.apply, (x,), mode="full")
+    assert res.verdict == "fail", res.report()
+    assert sorted(m.element[0] for m in res.mismatches) == inside
+    assert all(m.output_element == m.element for m in res.mismatches)
+    assert res.info["ridders_columns"] == 10, res.info
+    assert res.info["confirmation"].startswith("the directional confirmation disagreed, and agreed along"), res.info
+    assert res.records[0].discrepancy.total == 400 and res.records[0].discrepancy.mismatched == 10
+
+
+def test_a_confirmation_that_disagrees_along_the_accepted_columns_sends_every_column_to_ridders():
+    """y = sin(x) with y_0 also holding 1e-7 x_39, which the backward leaves out (J[0, 39] = 1e-7, autograd 0:
+    below the band test's resolution, so the band is taken for diagonal and the quick stage accepts column 39),
+    and the backward off by 1e-6 at element 3 (a column the quick stage does not accept). The confirmation
+    disagrees, and along the accepted columns it still does (column 39 moves y_0): every column is judged by
+    Ridders, and both wrong entries are named."""
+    class Both(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            y = torch.sin(x)
+            y[0] = y[0] + 1e-7 * x[-1]
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            out = torch.cos(x) * g
+            out[3] *= 1 + 1e-6
+            return out
+
+    x = (torch.rand(40, generator=torch.Generator().manual_seed(0), dtype=F64) * 0.8 + 0.1).requires_grad_()
+    res = ga.check(Both.apply, (x,), mode="full")
+    assert res.verdict == "fail", res.report()
+    assert {(m.element, m.output_element) for m in res.mismatches} == {((3,), (3,)), ((39,), (0,))}, res.report()
+    assert res.info["confirmation"] == "the directional confirmation disagreed: every column judged by Ridders"
+    assert res.info["ridders_columns"] == 40, res.info
+
+
 def test_functions_that_refuse_far_points_fall_back_to_central_differences():
     a = _matrix(40)
     x0 = leaf(40)

@@ -594,7 +594,14 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                                              grads=grads, localize=False))
             return confirmed[j].verdict == "fail"
 
-        found = full(problem, _generator(seed, "full"), tol, info, confirm, grads, vs)
+        def confirm_without(j: int, cols: torch.Tensor) -> bool:  # the confirmation with *cols* of j held still
+            still = torch.zeros(problem.inputs[j].numel(), dtype=torch.bool)
+            still[cols] = True
+            again = directional(problem, _generator(seed, "directional"), tol, info, vs=vs, grads=grads,
+                                localize=False, only=(j, still.reshape(problem.inputs[j].shape)))
+            return again[j].verdict == "pass"
+
+        found = full(problem, _generator(seed, "full"), tol, info, confirm, grads, vs, confirm_without)
         for j, f in found.items():
             if j not in confirmed:
                 continue

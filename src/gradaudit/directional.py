@@ -595,9 +595,12 @@ def _projected(tol: ToleranceUsed, u: torch.Tensor, vs: list[torch.Tensor]) -> T
 
 
 def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info, *, vs: list[torch.Tensor],
-                grads: tuple[torch.Tensor | None, ...], localize: bool = True) -> dict[int, Findings]:
+                grads: tuple[torch.Tensor | None, ...], localize: bool = True,
+                only: tuple[int, torch.Tensor] | None = None) -> dict[int, Findings]:
     """Judge vᵀJ_j u_j against the numeric derivative along u_j per input; localize disagreements by
-    bisection (when *localize*). *vs* are the output weights, *grads* vᵀJ at these inputs."""
+    bisection (when *localize*). *vs* are the output weights, *grads* vᵀJ at these inputs. With *only*
+    (j, still): input j alone, its elements where *still* is True left where they are (u is 0 there, as at a
+    held element): full mode's confirmation along the columns its quick stage accepted."""
     import torch
 
     evals = [0]
@@ -654,7 +657,7 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
     # uniform: randn costs 3x more
     draws = [torch.empty(problem.inputs[j].shape, dtype=torch.float64).uniform_(-1.0, 1.0, generator=gen)
              for j in problem.diff]  # 2 r - 1 for torch.rand's r, exactly (see api._gather)
-    if len(problem.diff) > 1:
+    if len(problem.diff) > 1 and only is None:
         # each input's direction scaled by its own random factor in [0.5, 1.5) when moved with the others: a
         # one-element input's u is ±max(1, |x|), and two of them at unit scale cancel errors of opposite sign
         # on half of the seeds ((x - y)^2 with both partials halved); at independent continuous scales, never.
@@ -671,6 +674,8 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
             info["evaluations"] = info.get("evaluations", 0) + evals[0]
             return found
     for pos, j in enumerate(problem.diff):
+        if only is not None and j != only[0]:
+            continue
         x = problem.inputs[j].detach()
         f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
         u = draws[pos]
@@ -693,6 +698,10 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         else:  # non-finite elements stay where they are, and their gradient is not judged
             g, x_seen = _without_held(g, x)
             u, sizes = u.masked_fill(~torch.isfinite(x), 0.0), _sizes(x)
+        if only is not None and not tiny:  # these stay where they are too: the caller judges them on their own
+            still = only[1]
+            u, x_seen = u.masked_fill(still, 0.0), x_seen.masked_fill(still, 0.0)
+            g = None if g is None else g.masked_fill(still, 0.0)
         if not tiny:
             norm = max(float(torch.linalg.vector_norm(u)), 1e-300)
             if x.numel() == 1 and x.dtype == torch.float64 and f.held is None:  # as _scalar_preamble
@@ -704,7 +713,9 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
             out = judge_along(phi_for(j, u, memo=memo), analytic, _projected(tol, u, vs), scale=1.0,
                               **_rounding(g, u, x_seen, gu), precision=str(x.dtype).removeprefix("torch."))
         scale = 1.0
-        comparisons.append(_entry(problem.names[j], analytic, out))
+        comparisons.append(_entry(problem.names[j], analytic, out) if only is None else
+                           {**_entry(problem.names[j], analytic, out), "along": "the columns full mode's quick stage "
+                                                                                "accepted"})
         f.total = x.numel() - (0 if f.held is None else len(f.held))
         index = None
         if out["verdict"] == J.PASS and g is not None and not tiny:

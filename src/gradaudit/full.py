@@ -10,9 +10,11 @@ Two stages, the same principle as the directional check's: a quick stage can onl
    autograd agrees to within the tolerance plus the rounding bound of that difference.
 2. **Final stage**: every column holding an entry the quick stage did not accept — and every
    column of an input whose directional confirmation (Ridders along a random direction, run in
-   every mode) disagrees — is judged with Ridders' extrapolation per entry, whose error estimate
-   enters the allowance, and with one-sided slopes that expose kinks and discontinuities; where an entry
-   passes on a bound coarser than RESOLVE of its value, Ridders starts again from smaller steps.
+   every mode) disagrees, unless the same confirmation along the columns the quick stage accepted
+   agrees (then the disagreement lies in the others) — is judged with Ridders' extrapolation per
+   entry, whose error estimate enters the allowance, and with one-sided slopes that expose kinks
+   and discontinuities; where an entry passes on a bound coarser than RESOLVE of its value, Ridders
+   starts again from smaller steps.
 
 The analytic side is autograd's vᵀJ in row chunks with randomly scaled, non-unit ``grad_outputs``,
 so a backward that ignores ``grad_output`` cannot pass. Memory: autograd's Jacobian (8 M N bytes)
@@ -74,8 +76,8 @@ class Quick:
 
 
 def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
-         confirm: Callable[[int], bool], first: tuple[torch.Tensor | None, ...], vs: list[torch.Tensor]
-         ) -> dict[int, Findings]:
+         confirm: Callable[[int], bool], first: tuple[torch.Tensor | None, ...], vs: list[torch.Tensor],
+         confirm_without: Callable[[int, torch.Tensor], bool] | None = None) -> dict[int, Findings]:
     """Judge every Jacobian entry. *first* is the first backward's vᵀJ per checked input, all outputs
     weighted by *vs* at once (for a scalar output that is the whole Jacobian row, times the weight).
 
@@ -83,7 +85,11 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
     receive a gradient together; so autograd's rows, weighted by *vs* and summed, must equal *first*
     to rounding. Where they do not (or the rows were not all built), *confirm(j)* runs the directional
     confirmation for input j and says whether it disagreed: then every column of j is judged in the
-    final stage."""
+    final stage, unless *confirm_without(j, cols)*, the same confirmation with the columns *cols* (those the
+    quick stage did not accept, which the final stage judges anyway) left still, agrees: the disagreement is
+    then theirs, and the columns the quick stage accepted stand on the evidence they stand on wherever the
+    confirmation agrees (nn.functional.hardsigmoid, whose backward multiplies by a float32 1/6: its 5 wrong
+    columns of 20 were judged by Ridders with the 15 right ones, 328 evaluations instead of about 110)."""
     import torch
 
     found = {j: Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
@@ -120,11 +126,17 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         asked = asked or disagree or beyond or not _resolved(problem, j, analytic, banded, tol,
                                                              min(bases, default=EPS_POWERS["cbrt"]))
         if asked and confirm(j):
-            # every column is judged again, so its entries are counted once, there: not also as the quick stage did
-            f = found[j] = Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
+            left = found[j].unheld(torch.arange(problem.inputs[j].numel()))
+            if (confirm_without is not None and 0 < len(suspect) < len(left)
+                    and confirm_without(j, suspect)):
+                info["confirmation"] = ("the directional confirmation disagreed, and agreed along the columns the "
+                                        "quick stage accepted: the others judged by Ridders")
+            else:
+                # every column is judged again, so its entries are counted once, there: not also as the quick stage did
+                found[j] = Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
                                     [tuple(o.shape) for o in problem.outputs], held=found[j].held)
-            suspect = f.unheld(torch.arange(problem.inputs[j].numel()))
-            info["confirmation"] = "the directional confirmation disagreed: every column judged by Ridders"
+                suspect = left
+                info["confirmation"] = "the directional confirmation disagreed: every column judged by Ridders"
         if len(suspect):
             _final(problem, j, suspect, analytic, banded, tol, found[j], info)
     return found
