@@ -564,6 +564,10 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
         s = torch.empty(o.shape, dtype=torch.float64).uniform_(-1.0, 1.0, generator=gen)
         s = s.add_(s.sign(), alpha=0.5)  # s + 0.5 sign(s): sign(s) (|s| + 0.5), rounded the same (exactly)
         size = problem.f_size(k)
+        if math.isfinite(float(size.sum())):  # every element finite (each at least 1: a sum that overflows, or a
+            vs.append(s.div_(size.clamp_max(WEIGHT_SIZE).reshape(o.shape)))  # NaN, takes the general path below)
+            dead.append(None)
+            continue
         finite = torch.isfinite(size)
         vs.append(s.div_(torch.where(finite, size.clamp_max(WEIGHT_SIZE), 1.0).reshape(o.shape)))
         dead.append(None if bool(finite.all()) else ~finite)

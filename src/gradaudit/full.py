@@ -362,7 +362,7 @@ def _analytic(problem: Problem, gen: torch.Generator, info: Info) -> dict[tuple[
         for a in range(0, m, height):
             b = min(m, a + height)
             weights = torch.zeros(b - a, m, dtype=torch.float64)
-            weights[torch.arange(b - a), torch.arange(a, b)] = c[a:b]
+            weights.diagonal(a).copy_(c[a:b])  # row i weighs output element a + i
             rows = analytic_rows(problem, k, weights, info)
             for pos, j in enumerate(problem.diff):
                 row = rows[pos]
