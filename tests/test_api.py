@@ -185,9 +185,11 @@ def test_dense_jacobian_skips_bands_and_affine_functions_use_one_sided_steps():
     # directions (2 evaluations each); then one evaluation per column, steps max(1, |x|); then the directional
     # confirmation (4): one-sided steps of max(1, |x|) resolve SAFETY x 8 ulps of max(1, |f|), 1.8e-14 |f|,
     # which is more than 1e-8 of the smallest of the 40,000 entries of A (random, 0.05 at the median, 1.1e-6 at
-    # the least)
+    # the least); and those columns, a proper part of the 200, are confirmed again on their own (4)
     assert float(a.abs().min()) < 10 * 8 * torch.finfo(F64).eps / 1e-8
-    assert res.ok and "structure" not in res.info and res.info["evaluations"] == 2 + 4 + 200 + 4
+    assert res.ok and "structure" not in res.info and res.info["evaluations"] == 2 + 4 + 200 + 4 + 4
+    assert [d.get("along", "").split(" (")[0] for d in res.info["directional"]] == [
+        "", "the columns whose entries central differences could not resolve to 1e-8"]
     assert res.info["numeric"].startswith("affine")
     res = ga.check(lambda x: torch.sin(a @ x), (leaf(200),), mode="full")
     # central differences, then the directional confirmation (4): entries cos(A x) A of about 0.07 against
@@ -436,12 +438,14 @@ def test_several_inputs_and_outputs_one_of_them_empty_or_independent():
     # difference. None judged again, and the backward of all outputs at once equals the rows of each one
     # summed; but w's entries (A x, of about 0.2 against max(1, |f|) = 1 and max(1, |w|)) are resolved to
     # 1e-8 of themselves only where they are large, so the directional confirmation runs: both inputs at once,
-    # 4 evaluations, and it agrees
+    # 4 evaluations, and it agrees; then w's columns that central differences did not resolve, a proper part of
+    # them, are confirmed again on their own (4), and agree
     full = ga.check(f, (leaf(30, seed=1), leaf(30, seed=2)), mode="full")
     assert full.info["numeric"].startswith("affine in 'x'") and "'w'" not in full.info["numeric"]
     assert "'w' sparse: 1 column group(s) for 30 columns" in full.info["structure"]
     assert "ridders_columns" not in full.info and "confirmation" not in full.info
-    assert full.info["evaluations"] == (4 + 30) + 2 + 4 and "(together)" in full.info["directional"][0]["input"]
+    assert full.info["evaluations"] == (4 + 30) + 2 + 4 + 4 and "(together)" in full.info["directional"][0]["input"]
+    assert [(d["input"], d["verdict"]) for d in full.info["directional"][1:]] == [("w", "pass")]
 
 
 def test_a_nan_gradient_is_a_located_failure_in_both_modes():

@@ -1790,25 +1790,29 @@ def test_a_missed_dependence_at_the_column_stages_resolution_fails_where_richard
 _POWER_1_5 = (lambda x: x.abs() ** 1.5, lambda x: 1.5 * x.abs().sqrt() * x.sign())  # d|x|^1.5/dx = 1.5 sign(x) |x|^0.5
 
 
-@pytest.mark.xfail(strict=True, reason="known miss, not solved (README, 'Not solved'): the directional confirmation "
-                   "cannot resolve 1e-8 of an element whose term is small beside the others'; judging such columns "
-                   "by Ridders was tried (2026-12-04): 9 OpInfo passes became fails and 2 inconclusive, 1.8x the time "
-                   "in total")
 @pytest.mark.parametrize("small", [0.01, 0.001])
 def test_a_small_slope_among_larger_ones_keeps_the_1e8_promise_in_full_mode(small):
     """|x|^1.5 at 24 elements between 0.3 and 2 (slopes 0.8 to 2.1) and one at *small* (slope 1.5 sqrt(small): 0.15,
     0.047), its gradient alone off by 1e-8. Central differences at cbrt(eps) resolve about 3e-9 there (rounding
     of max(1, |f|) = 1), so full mode asks the directional confirmation, whose allowance (rtol of a sum of order
-    one) exceeds what 1e-8 of that element's small term moves it: the bug passes full mode at 5 of these 6
-    points and seeds (and directional mode at the same 5), though the same element alone fails. Keeping the
-    promise means: the bug fails, located at that element, and the right backward passes. (Directional mode
-    promises 1e-6 of an element's typical term, not 1e-8: README.)"""
+    one) exceeds what 1e-8 of that element's small term moves it: the bug passed full mode at 5 of these 6
+    points and seeds (a strict xfail until 2026-12-04), though the same element alone fails. The columns holding
+    an entry central differences cannot resolve to 1e-8 are now confirmed again on their own, with the outputs
+    they leave unchanged out of phi's rounding: the bug fails, located at that element alone, at every point and
+    seed, and the right backward passes. (Directional mode promises 1e-6 of an element's typical term, not 1e-8:
+    README.)"""
     x = torch.tensor([0.3, 0.7, 1.1, 2.0] * 6 + [small], dtype=F64, requires_grad=True)
     wrong = _hand_written(*_POWER_1_5, 1e-8, last_only=True)
+    right = _hand_written(*_POWER_1_5)
     for seed in range(3):
         res = ga.check(wrong, (x,), mode="full", seed=seed)
         assert res.verdict == "fail", (seed, res)
         assert _located(res) == {(24,)}, (seed, res)
+        assert res.records[0].discrepancy.total == 25 * 25 and res.records[0].discrepancy.mismatched == 1
+        ok = ga.check(right, (x,), mode="full", seed=seed)
+        assert ok.verdict == "pass", (seed, ok)
+        assert any(d.get("along", "").startswith("the columns whose entries central differences could not")
+                   for d in ok.info["directional"]), ok.info
 
 
 @pytest.mark.parametrize("small", [0.01, 0.001])
