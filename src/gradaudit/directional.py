@@ -746,7 +746,8 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         index = None
         if out["verdict"] == J.PASS and g is not None and not tiny:
             # elements whose terms are too small against the allowance to be resolved by it: judged on their own
-            split = _split(problem, j, g, u, norm, sizes, x_seen, phi_for, tol, vs, out, comparisons)
+            split = _split(problem, j, g, u, norm, sizes, x_seen, phi_for, tol, vs, out, comparisons,
+                           terms=only is not None)
             if split is not None:
                 u, index, out = split
         if out["verdict"] == J.PASS:
@@ -780,35 +781,42 @@ def _entry(name: str, analytic: float, out: dict[str, Any]) -> dict[str, Any]:
 
 
 def _unresolved_elements(g: torch.Tensor, sizes: torch.Tensor, norm: float, allowed: float,
-                         active: torch.Tensor) -> torch.Tensor:
+                         active: torch.Tensor, u: torch.Tensor | None = None) -> torch.Tensor:
     """The elements (flat, among *active*) that a projection with allowance *allowed* cannot resolve to
     SPLIT of their typical term max(|g_i| max(1, |x_i|), 1) / |r| (u_i = r_i max(1, |x_i|) / |r|, r uniform
     in [-1, 1]; with output weights of order one, 1 / max(1, |x_i|) is the natural size of a gradient, so an
-    element whose gradient is near zero is measured against that)."""
+    element whose gradient is near zero is measured against that). With *u* (full mode's confirmation along
+    the columns central differences could not resolve, whose promise is RESOLVE of each entry): those whose
+    own term |g_i u_i|, not zero, is below allowed / RESOLVE."""
+    if u is not None:
+        term = (g.reshape(-1) * u.reshape(-1)).abs()
+        return active & (term > 0) & (term * RESOLVE < allowed)
     typical = (g.reshape(-1).abs() * sizes.reshape(-1)).clamp_min_(1.0).div_(norm)
     return active & (typical * SPLIT < allowed)
 
 
 def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: float, sizes: torch.Tensor,
            seen: torch.Tensor, phi_for: Callable[..., Batched], tol: ToleranceUsed, vs: list[torch.Tensor],
-           whole: dict[str, Any], comparisons: list[dict[str, Any]]
+           whole: dict[str, Any], comparisons: list[dict[str, Any]], terms: bool = False
            ) -> tuple[torch.Tensor, torch.Tensor, dict[str, Any]] | None:
     """A passing projection vᵀJu is a sum; its allowance (rtol of the sum plus the evidence's bound) can
     exceed what an element with a small term contributes, which may then be wrong by far more than the
     tolerance (y = x³ at [1e4, 1] with the second gradient 1e-3 off; sqrt at [3e-6, 1], whose first element
     leaves Ridders a bound of 1e-3, with the second 1e-4 off). The elements it cannot resolve
     (:func:`_unresolved_elements`) are judged again, alone, along u restricted to them, and so on, up to
-    SPLITS times, while they are a proper part of the elements judged. Returns the restricted u, its
-    elements (flat indices) and the judgement where one disagreed, else None."""
+    SPLITS times, while they are a proper part of the elements judged. With *terms* (full mode's confirmation
+    along columns it could not resolve), an element is unresolved when RESOLVE of its own term |g_i u_i| is
+    below the allowance. Returns the restricted u, its elements (flat indices) and the judgement where one
+    disagreed, else None."""
     import torch
 
     allowed = float(whole["allowed"])
-    if SPLIT / norm >= allowed:  # every element's typical term is at least 1 / norm: none is unresolved
+    if not terms and SPLIT / norm >= allowed:  # every element's typical term is at least 1 / norm: none is unresolved
         return None
     active = u.reshape(-1) != 0
     name = problem.names[j]
     for _ in range(SPLITS):
-        flagged = _unresolved_elements(g, sizes, norm, allowed, active)
+        flagged = _unresolved_elements(g, sizes, norm, allowed, active, u if terms else None)
         count = int(flagged.sum())
         if not count or count == int(active.sum()):
             return None

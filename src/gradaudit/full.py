@@ -102,14 +102,10 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
 
     found = {j: Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
                          [tuple(o.shape) for o in problem.outputs], held=held(problem.inputs[j])) for j in problem.diff}
-    banded, diagonal = (_banded(problem, gen, info) if len(problem.diff) == 1 and len(problem.outputs) == 1
-                        else (None, None))
+    banded = _banded(problem, gen, info) if len(problem.diff) == 1 and len(problem.outputs) == 1 else None
     derived = False  # autograd's rows are the first backward itself: comparing them with it is no evidence
     if banded is not None:
         analytic: dict[tuple[int, int], torch.Tensor | None] = {}
-    elif diagonal is not None:  # autograd's Jacobian, verified diagonal by the band test's two draws
-        analytic = {(problem.diff[0], 0): diagonal[0] if diagonal[0] is None else torch.diag(diagonal[0])}
-        info["analytic"] = "autograd's diagonal, from the two randomly weighted backward passes of the band test"
     elif len(vs) == 1 and len(problem.outputs) == 1 and problem.outputs[0].numel() == 1:
         # a scalar output: the first backward (random weight v, |v| in [0.5, 1.5)) already gave v J; a
         # backward that ignores its grad_output still fails, as it gives J instead of v J
@@ -133,35 +129,38 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         beyond = found[j].beyond and problem.inputs[j].dtype == torch.float64  # where the default promise is made
         asked = asked or disagree or beyond or not _resolved(problem, j, analytic, banded, tol,
                                                              min(bases, default=EPS_POWERS["cbrt"]))
+        left = found[j].unheld(torch.arange(problem.inputs[j].numel()))
+        resolving = asked  # the confirmation agreed (or agreed along the accepted columns): small entries next
+        agreed = "the directional confirmation agreed"
         if asked and confirm(j):
-            left = found[j].unheld(torch.arange(problem.inputs[j].numel()))
             if (confirm_without is not None and 0 < len(suspect) < len(left)
                     and confirm_without(j, suspect)):
                 info["confirmation"] = ("the directional confirmation disagreed, and agreed along the columns the "
                                         "quick stage accepted: the others judged by Ridders")
+                agreed += " along the columns the quick stage accepted"
             else:
                 # every column is judged again, so its entries are counted once, there: not also as the quick stage did
                 found[j] = Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
                                     [tuple(o.shape) for o in problem.outputs], held=found[j].held)
                 suspect = left
                 info["confirmation"] = "the directional confirmation disagreed: every column judged by Ridders"
-        elif asked and confirm_along is not None:
+                resolving = False
+        if resolving and confirm_along is not None:
+            # the accepted columns holding an entry central differences could not resolve to 1e-8, on their own
             unresolved = _unresolved_columns(problem, j, analytic, banded, tol,
                                              min(bases, default=EPS_POWERS["cbrt"]))
             unresolved[suspect] = False  # judged by Ridders in any case
             if found[j].held is not None:
                 unresolved[found[j].held] = False
             count = int(unresolved.sum())
-            left = found[j].unheld(torch.arange(problem.inputs[j].numel()))
             if 0 < count < len(left) and confirm_along(j, ~unresolved.reshape(problem.inputs[j].shape)):
                 # their entries were counted as the quick stage accepted them: every column is judged again, and
                 # counted once, there
                 found[j] = Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
                                     [tuple(o.shape) for o in problem.outputs], held=found[j].held)
                 suspect = left
-                info["confirmation"] = (f"the directional confirmation agreed, and disagreed along the {count} "
-                                        "column(s) whose entries central differences could not resolve to 1e-8: "
-                                        "every column judged by Ridders")
+                info["confirmation"] = (f"{agreed}, and disagreed along the {count} column(s) whose entries central "
+                                        "differences could not resolve to 1e-8: every column judged by Ridders")
         if len(suspect):
             _final(problem, j, suspect, analytic, banded, tol, found[j], info)
     return found
@@ -840,20 +839,13 @@ class Band:
     structure: str
 
 
-def _banded(problem: Problem, gen: torch.Generator, info: Info
-            ) -> tuple[Band | None, tuple[torch.Tensor | None] | None]:
+def _banded(problem: Problem, gen: torch.Generator, info: Info) -> Band | None:
     """Try a diagonal, then bands of half-width 1, 2, 4, 8: column groups c mod (2b+1) (none narrower than the
     probe column reaches; none wider when that reaches no neighbour and the diagonal failed).
 
     Each hypothesis is tested twice with independent random weights on both sides; it is accepted
     only when both draws agree on both sides. Cost: 4(2b+1) evaluations and 2(2b+1) backward rows
     per hypothesis, instead of 2N and N.
-
-    Returns the band, or (second) autograd's diagonal alone, where the diagonal's numeric draws disagree but its
-    analytic ones agree and the probe column reaches no neighbour (polygamma near a pole, whose steps' truncation
-    differs from draw to draw): autograd's Jacobian is then as verified diagonal as a band's, and the column
-    groups from its pattern judge the numeric side (verifying that nothing off the diagonal moves) without N
-    backward rows to rebuild it. (None, None): neither.
     """
     import torch
 
@@ -861,7 +853,7 @@ def _banded(problem: Problem, gen: torch.Generator, info: Info
     x, out = problem.inputs[j], problem.outputs[0]
     n, m = x.numel(), out.numel()
     if n != m or n < 16:
-        return None, None
+        return None
     h = steps(x).reshape(-1)
     hmin = h.min()
     eps = torch.finfo(x.dtype).eps
@@ -892,23 +884,22 @@ def _banded(problem: Problem, gen: torch.Generator, info: Info
                           None if rows is None else rows[rr % width, cc] / w_ana[rr]))
         (n1, a1), (n2, a2) = draws
         noise = STRUCTURE_ULPS * eps * f_scale[rr] / float(hmin) + STRUCTURE_REL * n1.abs()
-        inside = (a1 is None) == (a2 is None) and (a1 is None or a2 is None or bool(
-            ((a1 - a2).abs() <= STRUCTURE_ULPS * eps * (1 + a1.abs())).all()))  # autograd's draws agree
         if not bool(((n1 - n2).abs() <= noise).all()):
             if reach == 0:
                 # the probe column reaches no neighbour: a wider band could only hold a Jacobian whose other
                 # columns reach farther than it does. A diagonal one whose two draws differ by their steps'
                 # truncation (polygamma near a pole: each column's step is h times its weight) fails every
-                # band alike; the column groups from autograd's pattern judge it from here, and where autograd's
-                # own draws agree on a diagonal, that pattern is its diagonal
-                return None, ((a1,) if b == 0 and inside else None)
+                # band alike; the column groups from autograd's pattern judge it from here
+                return None
             continue  # the true Jacobian is not in this band
-        if not inside:
-            return None, None  # autograd's Jacobian leaves the band: locate it with the dense check
+        if (a1 is None) != (a2 is None) or (a1 is not None and a2 is not None
+                                           and not bool(((a1 - a2).abs() <= STRUCTURE_ULPS * eps * (1 + a1.abs()))
+                                                        .all())):
+            return None  # autograd's Jacobian leaves the band: locate it with the dense check
         name = "diagonal" if b == 0 else f"banded (half-width {b})"
         info["structure"] = f"{name}: {width} column group(s), verified with two random draws"
-        return Band(m, rr, cc, a1, n1, float(hmin), name), None
-    return None, None
+        return Band(m, rr, cc, a1, n1, float(hmin), name)
+    return None
 
 
 def _reach(problem: Problem, j: int, h: torch.Tensor, f_scale: torch.Tensor, info: Info) -> int:
