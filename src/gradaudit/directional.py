@@ -706,6 +706,8 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         x = problem.inputs[j].detach()
         f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
         u = draws[pos]
+        if only is not None:  # |r_i| in [0.5, 1.5): an element's term is small by its gradient only, not by its
+            u = u.add_(u.sign(), alpha=0.5)  # draw, and is split out (by its own term, _split) for that alone
         # each element moves relative to its own magnitude, max(1, |x_i|): a tensor holding 400 and 0.3
         # is not probed with the step of 400 for both
         f.held = held(x)
