@@ -598,34 +598,35 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                                              grads=grads, localize=False))
             return confirmed[j].verdict == "fail"
 
-        def confirm_without(j: int, cols: torch.Tensor) -> bool:  # the confirmation with *cols* of j held still
+        def along(j: int, still: torch.Tensor, which: str, judged_by: ToleranceUsed) -> Findings:
+            """The confirmation of input j with its elements *still* held where they are."""
+            return directional(problem, _generator(seed, "directional"), judged_by, info, vs=vs, grads=grads,
+                               localize=False, only=(j, still.reshape(problem.inputs[j].shape), which))[j]
+
+        def confirm_without(j: int, cols: torch.Tensor) -> bool:  # agrees with *cols* of j held still
             still = torch.zeros(problem.inputs[j].numel(), dtype=torch.bool)
             still[cols] = True
-            again = directional(problem, _generator(seed, "directional"), tol, info, vs=vs, grads=grads,
-                                localize=False, only=(j, still.reshape(problem.inputs[j].shape),
-                                                      "the columns full mode's quick stage accepted"))
-            return again[j].verdict == "pass"
+            return along(j, still, "the columns full mode's quick stage accepted", tol).verdict == "pass"
 
-        along: dict[int, Findings] = {}
+        disagreed: dict[int, Findings] = {}
 
-        def confirm_along(j: int, still: torch.Tensor) -> bool:  # the confirmation with *still* of j held still
+        def confirm_along(j: int, still: torch.Tensor) -> bool:  # disagrees with *still* of j held still
             # it looks for the promise's 1e-8: a projection along such columns disagreeing by more than 1e-9 of
             # itself (RESOLVE / SAFETY, beyond its evidence) sends them to Ridders, where the default tolerance
             # judges each entry. At 1e-10 it would do so for a special function's own accuracy (torch's trigamma
             # is 2.9e-10 off mpmath at one entry of polygamma's OpInfo sample 0, which gradcheck passes)
             seeking = replace(tol, rtol=max(tol.rtol, RESOLVE / SAFETY))
-            again = directional(problem, _generator(seed, "directional"), seeking, info, vs=vs, grads=grads,
-                                localize=False, only=(j, still, "the columns whose entries central differences "
-                                                                "could not resolve to 1e-8 (rtol 1e-9)"))
-            if again[j].verdict == "fail":
-                along[j] = again[j]
-            return again[j].verdict == "fail"
+            f = along(j, still, "the columns whose entries central differences could not resolve to 1e-8 "
+                                "(rtol 1e-9)", seeking)
+            if f.verdict == "fail":
+                disagreed[j] = f
+            return f.verdict == "fail"
 
         found = full(problem, _generator(seed, "full"), tol, info, confirm, grads, vs, confirm_without,
                      confirm_along)
         for j, f in found.items():
-            if j in along and f.verdict == "pass":
-                f.extra += along[j].extra  # the projection along those columns disagrees though no entry does
+            if j in disagreed and f.verdict == "pass":
+                f.extra += disagreed[j].extra  # the projection along those columns disagrees though no entry does
             if j not in confirmed:
                 continue
             if not any(part.kind == "none-gradient" for part in f.parts):  # else its entries already say so
