@@ -312,6 +312,36 @@ def test_a_small_dependence_outside_a_verified_band_is_located_where_it_is():
         assert {(m.element, m.output_element) for m in res.mismatches} == {((0,), (0,)), ((39,), (0,))}, res.report()
 
 
+@pytest.mark.parametrize("invented", [1e-8, 1e-6])
+def test_an_entry_the_backward_invents_beside_a_steep_band_is_named(invented):
+    """y = s x with s_3 = 1e8 (25 elements): a diagonal Jacobian, which the band test verifies. The backward also
+    gives x_3 the gradient invented * g_4 (an entry (4, 3) the function does not have); beside 1e8 in column 3 the
+    band test's draws cannot see it (they agree to 64 eps of 1e8), and the band never builds autograd's entries
+    outside it, so the check failed on the directional confirmation alone, no entry named (gradcheck passes both).
+    When that confirmation disagrees, autograd's rows are built and every column judged against them: the entry
+    is named."""
+    s = torch.ones(25, dtype=F64)
+    s[3] = 1e8
+
+    class Invented(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * s
+
+        @staticmethod
+        def backward(ctx, g):
+            out = g * s
+            out[3] = out[3] + invented * g[4]
+            return out
+
+    x = leaf(25, low=0.5)
+    res = ga.check(Invented.apply, (x,), mode="full")
+    assert res.verdict == "fail" and res.info["structure"].startswith("diagonal"), res.report()
+    assert [(m.element, m.output_element) for m in res.mismatches] == [((3,), (4,))], res.report()
+    assert res.mismatches[0].observed == pytest.approx(invented, rel=1e-6) and res.mismatches[0].reference == 0
+    assert "against autograd's rows" in res.info["confirmation"]
+
+
 @pytest.mark.parametrize("missed", [1e-8, 1e-7])
 def test_a_dependence_autograd_misses_outside_a_band_fails_with_a_tolerance_of_ones_own(missed):
     """y = sin(x), and y_0 also has missed * x_last, which the backward leaves out: J[0, last] = missed, autograd 0.
@@ -390,7 +420,8 @@ def test_a_confirmation_that_disagrees_along_the_accepted_columns_sends_every_co
     res = ga.check(Both.apply, (x,), mode="full")
     assert res.verdict == "fail", res.report()
     assert {(m.element, m.output_element) for m in res.mismatches} == {((3,), (3,)), ((39,), (0,))}, res.report()
-    assert res.info["confirmation"] == "the directional confirmation disagreed: every column judged by Ridders"
+    assert res.info["confirmation"] == ("the directional confirmation disagreed: every column judged by Ridders, "
+                                        "against autograd's rows (the band's own entries were not enough)")
     assert res.info["ridders_columns"] == 40, res.info
 
 

@@ -145,6 +145,12 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
                 suspect = left
                 info["confirmation"] = "the directional confirmation disagreed: every column judged by Ridders"
                 resolving = False
+                if banded is not None:
+                    # a band holds autograd's entries inside it only: an entry the backward invents outside it (below
+                    # what the band test's draws resolve beside a steep diagonal) is then judged, and named, against
+                    # autograd's rows, built here
+                    banded, analytic = None, _analytic(problem, gen, info)
+                    info["confirmation"] += ", against autograd's rows (the band's own entries were not enough)"
         if resolving and confirm_along is not None:
             # the accepted columns holding an entry central differences could not resolve to 1e-8, on their own
             unresolved = _unresolved_columns(problem, j, analytic, banded, tol,
