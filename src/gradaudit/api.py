@@ -591,17 +591,18 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
         info["notes"] = problem.notes
     elif mode == "full":
         confirmed: dict[int, Findings] = {}
+        views: dict[int, tuple[torch.Tensor, float]] = {}  # per input: u and the error its agreeing evidence allows
 
         def confirm(j: int) -> bool:  # the directional confirmation, run only where full mode needs it
             if not confirmed:
                 confirmed.update(directional(problem, _generator(seed, "directional"), tol, info, vs=vs,
-                                             grads=grads, localize=False))
+                                             grads=grads, localize=False, seen=views))
             return confirmed[j].verdict == "fail"
 
         def along(j: int, still: torch.Tensor, which: str, judged_by: ToleranceUsed) -> Findings:
             """The confirmation of input j with its elements *still* held where they are."""
             return directional(problem, _generator(seed, "directional"), judged_by, info, vs=vs, grads=grads,
-                               localize=False, only=(j, still.reshape(problem.inputs[j].shape), which))[j]
+                               localize=False, only=(j, still.reshape(problem.inputs[j].shape), which), seen=views)[j]
 
         def confirm_without(j: int, cols: torch.Tensor) -> bool:  # agrees with *cols* of j held still
             still = torch.zeros(problem.inputs[j].numel(), dtype=torch.bool)
@@ -610,14 +611,29 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
 
         disagreed: dict[int, Findings] = {}
 
-        def confirm_along(j: int, still: torch.Tensor) -> bool:  # disagrees with *still* of j held still
+        def confirm_along(j: int, terms: torch.Tensor) -> bool:
+            """Whether the confirmation disagrees along the columns of j whose entries neither central differences
+            (*terms*: per column, the smallest unresolved entry's |v_r J_rc|, 0 where none) nor the projection that
+            agreed resolve to RESOLVE: RESOLVE |v_r J_rc u_c| within the error its evidence leaves possible
+            (directional._consistent). None such, or every column it moved: nothing to confirm again (a projection
+            along all of them resolves no finer)."""
+            flat = terms.reshape(-1)
+            view = views.get(j)
+            if view is None:  # (no projection of j agreed: every column central differences left unresolved)
+                pick = flat > 0
+            else:
+                u, possible = view
+                pick = (flat > 0) & (flat * u.abs() * RESOLVE <= possible)
+                count = int(pick.sum())
+                if not count or count == int((u != 0).sum()):
+                    return False
             # it looks for the promise's 1e-8: a projection along such columns disagreeing by more than 1e-9 of
             # itself (RESOLVE / SAFETY, beyond its evidence) sends them to Ridders, where the default tolerance
             # judges each entry. At 1e-10 it would do so for a special function's own accuracy (torch's trigamma
             # is 2.9e-10 off mpmath at one entry of polygamma's OpInfo sample 0, which gradcheck passes)
             seeking = replace(tol, rtol=max(tol.rtol, RESOLVE / SAFETY))
-            f = along(j, still, "the columns whose entries central differences could not resolve to 1e-8 "
-                                "(rtol 1e-9)", seeking)
+            f = along(j, ~pick, "the columns whose entries central differences could not resolve to 1e-8 (nor the "
+                                "confirmation; rtol 1e-9)", seeking)
             if f.verdict == "fail":
                 disagreed[j] = f
             return f.verdict == "fail"

@@ -429,6 +429,14 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     return result
 
 
+def _consistent(judged: J.Judged) -> float:
+    """The largest error of a passing projection's vᵀJu its evidence leaves possible: the disagreement seen plus
+    atol and the evidence's term (SAFETY times its bounds), without the rtol term, which is what the tolerance
+    forgives, not what the evidence leaves open. An error in one term larger than this would have shown (barring
+    errors in other terms that cancel it, along a random direction); a 1e-8 error of a term below it might not."""
+    return float(judged.diff) + judged.atol + float(judged.evidence)
+
+
 def _unresolved(judged: J.Judged, err: float, value: float, tol: ToleranceUsed, precision: str) -> bool:
     """A pass whose evidence is coarser than the default tolerance's promise: SAFETY times Ridders' error bound
     above RESOLVE |value| (a backward off by 1e-8 could pass within it), in float64 at the default tolerance, as
@@ -621,11 +629,15 @@ def _projected(tol: ToleranceUsed, u: torch.Tensor, vs: list[torch.Tensor]) -> T
 
 def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info, *, vs: list[torch.Tensor],
                 grads: tuple[torch.Tensor | None, ...], localize: bool = True,
-                only: tuple[int, torch.Tensor, str] | None = None) -> dict[int, Findings]:
+                only: tuple[int, torch.Tensor, str] | None = None,
+                seen: dict[int, tuple[torch.Tensor, float]] | None = None) -> dict[int, Findings]:
     """Judge vᵀJ_j u_j against the numeric derivative along u_j per input; localize disagreements by
     bisection (when *localize*). *vs* are the output weights, *grads* vᵀJ at these inputs. With *only*
     (j, still, which): input j alone, its elements where *still* is True left where they are (u is 0 there, as
-    at a held element): full mode's confirmation along some of its columns (*which*, for the record)."""
+    at a held element): full mode's confirmation along some of its columns (*which*, for the record). Into
+    *seen*, for each input whose projection agreed: its direction u_j (flat, float64) and the largest error of
+    vᵀJ_j u_j its evidence leaves possible (:func:`_consistent`; for full mode, which confirms again the columns
+    whose 1e-8 that does not exclude)."""
     import torch
 
     evals = [0]
@@ -691,7 +703,7 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         # Drawn after the directions, which the inputs' own checks use unchanged
         # (r + 0.5 for torch.rand's r, exactly)
         factors = torch.empty(len(problem.diff), dtype=torch.float64).uniform_(0.5, 1.5, generator=gen).tolist()
-        together = _together(problem, draws, factors, vs, grads, tol, output_alone, evals, info)
+        together = _together(problem, draws, factors, vs, grads, tol, output_alone, evals, info, seen)
         if together is not None:  # every input agrees at once: nothing is left to decide input by input
             comparisons += together
             for j in problem.diff:
@@ -753,6 +765,8 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
             if split is not None:
                 u, index, out = split
         if out["verdict"] == J.PASS:
+            if seen is not None:  # the whole projection's (elements a split judged again were resolved finer)
+                seen[j] = (u.reshape(-1).to(torch.float64), _consistent(out["judged"]))
             # each output alone: a backward may mishandle one output's gradient (not along a part of an input, for
             # full mode, whose confirmation before it judged each output alone)
             if memo is not None and only is None:
@@ -841,7 +855,7 @@ def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: flo
 def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float], vs: list[torch.Tensor],
               grads: tuple[torch.Tensor | None, ...], tol: ToleranceUsed,
               output_alone: Callable[[int], tuple[torch.Tensor | None, ...] | None], evals: list[int],
-              info: Info) -> list[dict[str, Any]] | None:
+              info: Info, seen: dict[int, tuple[torch.Tensor, float]] | None = None) -> list[dict[str, Any]] | None:
     """Every input moved at once, each along its own direction u_j (the one its own check would use): the
     quick stage's numeric derivative of phi is sum_j vᵀJ_j u_j, 4 evaluations for all inputs instead of 4 per
     input. It only accepts, and only what every input's own check would accept: the disagreement of the sums
@@ -854,7 +868,9 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
     have either sign, terms that cancel to less than half their total size send the inputs to their own
     checks. Anything else returns
     None and the inputs are checked one by one (gradcheck's fast mode checks input by input; so does the
-    fallback, with the same directions). The comparisons when every input agrees, else None."""
+    fallback, with the same directions). The comparisons when every input agrees, else None; into *seen*,
+    then, each input's u_j and the largest error of the sum the evidence leaves possible (its disagreement plus
+    the smallest input's allowance, which has no rtol term here)."""
     import torch
 
     parts = []
@@ -933,6 +949,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
 
     names = ", ".join(problem.names[j] for j, _, _ in parts)
     found = []
+    agreed = 0.0  # the largest error of the sum the evidence leaves possible
     checks: list[tuple[int | None, list[torch.Tensor], tuple[torch.Tensor | None, ...] | None]] = [(None, vs, grads)]
     if len(problem.outputs) > 1:  # and each output alone, as _per_output does
         checks += [(k, [v if i == k else torch.zeros_like(v) for i, v in enumerate(vs)], None)
@@ -983,10 +1000,14 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
                 if bool(_unresolved_elements(g.detach().to(torch.float64), _sizes(x), norm, allowed,
                                              u.reshape(-1) != 0).any()):
                     return None
+            agreed = allowed + abs(total - numeric)
             found.append({"input": f"{names} (together)", "autograd": total, "numeric": numeric, "error_bound": err,
                           "scheme": f"{_scheme(quick)}, every input along its own u at once",
                           "evaluations": quick.evaluations,
                           "allowed": allowed, "verdict": "pass", "reason": J.reason_text(J.OK, total, numeric, None)})
+    if seen is not None:  # every check agreed
+        for j, _, u in parts:
+            seen[j] = (u.reshape(-1).to(torch.float64), agreed)
     return found
 
 

@@ -94,10 +94,11 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
 
     Where the confirmation agrees, its allowance (rtol of a sum over every column) can exceed what 1e-8 of a
     small entry moves it: a backward off by 1e-8 at the one element of |x|^1.5 at 0.01 among 24 of order one
-    passed. So the columns holding an entry the quick stage could not resolve to RESOLVE
-    (:func:`_unresolved_columns`), where they are a proper part of the input, are confirmed again on their own:
-    *confirm_along(j, still)* moves input j with the elements *still* left where they are and says whether it
-    disagreed; then every column of j is judged in the final stage."""
+    passed. So the columns holding an entry the quick stage could not resolve to RESOLVE are found
+    (:func:`_unresolved_terms`: per column, the smallest such entry's term |v_r J_rc|), and
+    *confirm_along(j, terms)* confirms again, on their own, those whose entries the confirmation's own allowance
+    could not resolve either (RESOLVE |v_r J_rc u_c| below it), where they are a proper part of the input, and
+    says whether that disagreed; then every column of j is judged in the final stage."""
     import torch
 
     found = {j: Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
@@ -153,20 +154,21 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
                     info["confirmation"] += ", against autograd's rows (the band's own entries were not enough)"
         if resolving and confirm_along is not None:
             # the accepted columns holding an entry central differences could not resolve to 1e-8, on their own
-            unresolved = _unresolved_columns(problem, j, analytic, banded, tol,
-                                             min(bases, default=EPS_POWERS["cbrt"]))
-            unresolved[suspect] = False  # judged by Ridders in any case
+            unresolved = _unresolved_terms(problem, j, analytic, banded, tol, vs,
+                                           min(bases, default=EPS_POWERS["cbrt"]))
+            unresolved[suspect] = 0.0  # judged by Ridders in any case
             if found[j].held is not None:
-                unresolved[found[j].held] = False
-            count = int(unresolved.sum())
-            if 0 < count < len(left) and confirm_along(j, ~unresolved.reshape(problem.inputs[j].shape)):
+                unresolved[found[j].held] = 0.0
+            count = int((unresolved > 0).sum())
+            if count and confirm_along(j, unresolved.reshape(problem.inputs[j].shape)):
                 # their entries were counted as the quick stage accepted them: every column is judged again, and
                 # counted once, there
                 found[j] = Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
                                     [tuple(o.shape) for o in problem.outputs], held=found[j].held)
                 suspect = left
-                info["confirmation"] = (f"{agreed}, and disagreed along the {count} column(s) whose entries central "
-                                        "differences could not resolve to 1e-8: every column judged by Ridders")
+                info["confirmation"] = (f"{agreed}, and disagreed along the column(s) whose entries neither central "
+                                        f"differences nor it could resolve to 1e-8 (of the {count} central differences "
+                                        "could not): every column judged by Ridders")
         if len(suspect):
             _final(problem, j, suspect, analytic, banded, tol, found[j], info)
     return found
@@ -233,35 +235,47 @@ def _unresolved_entries(size: torch.Tensor, evidence: torch.Tensor, tol: Toleran
     return (size > evidence + tol.atol + tol.rtol * size) & (evidence > RESOLVE * size)
 
 
-def _unresolved_columns(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None],
-                        banded: Band | None, tol: ToleranceUsed, base: float) -> torch.Tensor:
-    """The columns of input j (flat, bool) holding an entry the quick stage does not resolve to RESOLVE, as
-    :func:`_resolved` judges an entry (a band's entries included); none outside the default promise (a
-    tolerance the user set, or evidence in another precision)."""
+TINY_TERM = 5e-324  # an unresolved entry's term where its output weight is 0 (a non-finite output): not "resolved"
+
+
+def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None],
+                      banded: Band | None, tol: ToleranceUsed, vs: list[torch.Tensor], base: float) -> torch.Tensor:
+    """Per column of input j (flat, float64): the smallest term |v_r J_rc| (output weights *vs*) of an entry the
+    quick stage does not resolve to RESOLVE, as :func:`_resolved` judges an entry (a band's entries included),
+    what that entry moves a projection along v by per unit of u_c; 0 where every entry is resolved, and
+    everywhere outside the default promise (a tolerance the user set, or evidence in another precision)."""
     import torch
 
     x = problem.inputs[j]
-    cols = torch.zeros(x.numel(), dtype=torch.bool)
+    terms = torch.full((x.numel(),), math.inf, dtype=torch.float64)
     if not tol.default or x.dtype != torch.float64:
-        return cols
+        return terms.zero_()
     if banded is not None:
         if banded.analytic is None:
-            return cols
+            return terms.zero_()
         unit = SAFETY * ROUNDING_ULPS * torch.finfo(problem.outputs[0].dtype).eps
         evidence = unit * problem.f_size(0)[banded.rows] / (base * problem.x_size(j)[banded.cols])
-        cols[banded.cols[_unresolved_entries(banded.analytic.abs(), evidence, tol)]] = True
-        return cols
+        size = banded.analytic.abs()
+        picked = _unresolved_entries(size, evidence, tol)
+        weight = vs[0].reshape(-1).to(torch.float64)[banded.rows].abs()
+        terms.scatter_reduce_(0, banded.cols[picked], (weight * size)[picked].clamp_min_(TINY_TERM), reduce="amin")
+        return terms.masked_fill_(terms == math.inf, 0.0)
     h = base * problem.x_size(j).reshape(1, -1)
     for k, out in enumerate(problem.outputs):
         a = analytic.get((j, k))
         if a is None or not a.numel() or not out.is_floating_point():
             continue
         fs = problem.f_size(k).reshape(-1, 1)
+        weight = vs[k].reshape(-1, 1).to(torch.float64).abs()
         unit = SAFETY * ROUNDING_ULPS * torch.finfo(out.dtype).eps
         step = max(1, (1 << 18) // max(1, a.shape[1]))  # rows at a time, as _resolved
         for r in range(0, a.shape[0], step):
-            cols |= _unresolved_entries(a[r:r + step].abs(), unit * fs[r:r + step] / h, tol).any(0)
-    return cols
+            size = a[r:r + step].abs()
+            picked = _unresolved_entries(size, unit * fs[r:r + step] / h, tol)
+            if bool(picked.any()):
+                terms = torch.minimum(terms, torch.where(picked, (size * weight[r:r + step]).clamp_min_(TINY_TERM),
+                                                             math.inf).amin(0))
+    return terms.masked_fill_(terms == math.inf, 0.0)
 
 
 @dataclass
