@@ -431,10 +431,13 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
 
 def _consistent(judged: J.Judged) -> float:
     """The largest error of a passing projection's vᵀJu its evidence leaves possible: the disagreement seen plus
-    atol and the evidence's term (SAFETY times its bounds), without the rtol term, which is what the tolerance
-    forgives, not what the evidence leaves open. An error in one term larger than this would have shown (barring
-    errors in other terms that cancel it, along a random direction); a 1e-8 error of a term below it might not."""
-    return float(judged.diff) + judged.atol + float(judged.evidence)
+    the whole allowance. Not without its rtol term: the quick stage accepts Richardson where its truncation
+    estimate is within the allowance, rtol term included, so the numeric value may be off by that much, and a
+    backward's error of about the same size cancels it (a reviewer's sin(w x) with a linear term beside it: a bug
+    of 1e-8 to 2.5e-8 at one entry left a disagreement of 5e-12 and passed, at 7 of 1,008 point/seed pairs). An
+    error in one term larger than this would have shown (barring errors in other terms, or an underestimated
+    truncation, that cancel it); a 1e-8 error of a term below it might not."""
+    return float(judged.diff) + _allowed(judged)
 
 
 def _unresolved(judged: J.Judged, err: float, value: float, tol: ToleranceUsed, precision: str) -> bool:
@@ -870,7 +873,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
     None and the inputs are checked one by one (gradcheck's fast mode checks input by input; so does the
     fallback, with the same directions). The comparisons when every input agrees, else None; into *seen*,
     then, each input's u_j and the largest error of the sum the evidence leaves possible (its disagreement plus
-    the smallest input's allowance, which has no rtol term here)."""
+    the smallest input's allowance, which has no rtol term here, and which bounds the truncation accepted)."""
     import torch
 
     parts = []
