@@ -1893,6 +1893,18 @@ def test_a_small_bug_in_one_input_is_confirmed_without_the_others_moving():
     assert ga.check(planted(0.0), (x, y), mode="full", seed=0).verdict == "pass"
 
 
+def test_a_dense_jacobian_with_every_column_unresolved_is_not_split_in_vain():
+    """softmax(-x) at 5 elements (OpInfo's softmin sample 0, rounded): every entry p_i (delta_ij - p_j) is non-zero
+    and every column holds one central differences cannot resolve to 1e-8 (p down to 9e-4 against max(1, |f|) = 1).
+    A projection along part of the columns moves every output, whose rounding it cannot escape, so none is made
+    after the confirmation: 2 x 5 central differences and its 4 evaluations. (For a few commits of the twelfth
+    session the columns it did not resolve were projected again and split: 22 to 30 evaluations, none resolving.)"""
+    x = torch.tensor([-4.8, -7.6, -0.6, -1.5, -2.0], dtype=F64, requires_grad=True)
+    for seed in range(4):
+        res = ga.check(lambda x: torch.softmax(-x, 0), (x,), mode="full", seed=seed)
+        assert res.verdict == "pass" and res.info["evaluations"] == 2 * 5 + 4, (seed, res.info)
+
+
 @pytest.mark.parametrize("bad", [20, 21, 22, 23, 24])
 def test_several_small_slopes_each_keep_the_1e8_promise_in_full_mode(bad):
     """|x|^1.5 at 20 elements of order one and five small ones (0.01, 0.001, 1e-4, 0.05, 0.003: slopes 0.015 to
