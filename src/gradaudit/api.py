@@ -611,25 +611,32 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
 
         disagreed: dict[int, Findings] = {}
 
-        def confirm_along(j: int, terms: torch.Tensor) -> bool:
+        def confirm_along(j: int, terms: torch.Tensor | list[float]) -> bool:
             """Whether the confirmation disagrees along the columns of j whose entries neither central differences
             (*terms*: per column, the smallest unresolved entry's |v_r J_rc|, 0 where none) nor the projection that
             agreed resolve to RESOLVE: RESOLVE |v_r J_rc u_c| within the error its evidence leaves possible
             (directional._consistent). None such, or, for a function of one input, every column it moved: nothing
             to confirm again (a projection along all of them resolves no finer)."""
-            flat = terms.reshape(-1)
             view = views.get(j)
             if view is None:  # (no projection of j agreed: every column central differences left unresolved)
-                pick = flat > 0
+                pick = torch.tensor([t > 0 for t in terms]) if isinstance(terms, list) else terms.reshape(-1) > 0
             else:
-                u, possible = view
-                pick = (flat > 0) & (flat * u.abs() * RESOLVE <= possible)
-                count = int(pick.sum())
-                if not count or (count == int((u != 0).sum()) and len(problem.diff) == 1):
+                if isinstance(terms, list):  # a few columns: in Python floats, the same IEEE products
+                    us, possible = view[0].tolist(), view[1]
+                    picked = [t > 0 and t * abs(c) * RESOLVE <= possible for t, c in zip(terms, us)]
+                    count, moved = sum(picked), sum(c != 0 for c in us)
+                else:
+                    u, possible = view
+                    flat = terms.reshape(-1)
+                    pick = (flat > 0) & (flat * u.abs() * RESOLVE <= possible)
+                    count, moved = int(pick.sum()), int((u != 0).sum())
+                if not count or (count == moved and len(problem.diff) == 1):
                     # (with several inputs, the projection that agreed may have moved the others too: one along
                     # these columns alone, phi less phi(0), resolves finer; a reviewer's cat(sin(w x), a sin(y))
                     # passed a 1e-8 bug at dy/dy0 at 98 of 336 point/seed pairs without it)
                     return False
+                if isinstance(terms, list):
+                    pick = torch.tensor(picked, dtype=torch.bool)
             # it looks for the promise's 1e-8: a projection along such columns disagreeing by more than 1e-9 of
             # itself (RESOLVE / SAFETY, beyond its evidence) sends them to Ridders, where the default tolerance
             # judges each entry. At 1e-10 it would do so for a special function's own accuracy (torch's trigamma

@@ -443,7 +443,7 @@ def _consistent(judged: J.Judged) -> float:
 def _unresolved(judged: J.Judged, err: float, value: float, tol: ToleranceUsed, precision: str) -> bool:
     """A pass whose evidence is coarser than the default tolerance's promise: SAFETY times Ridders' error bound
     above RESOLVE |value| (a backward off by 1e-8 could pass within it), in float64 at the default tolerance, as
-    full mode asks of every entry (full._resolved). Ridders then starts again from smaller steps, and
+    full mode asks of every entry (full._unresolved_terms). Ridders then starts again from smaller steps, and
     the finest bound is kept: tan 0.05 from its pole, along a direction mixing it with 19 other elements, has
     a bound of 1.4e-8 from h0 = 1e-2 and a backward off by 1e-8 passed within it."""
     wide = SAFETY * err
@@ -769,7 +769,7 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
                 u, index, out = split
         if out["verdict"] == J.PASS:
             if seen is not None:  # the whole projection's (elements a split judged again were resolved finer)
-                seen[j] = (u.reshape(-1).to(torch.float64), _consistent(out["judged"]))
+                seen[j] = (u.reshape(-1), _consistent(out["judged"]))  # (float64: made so above)
             # each output alone: a backward may mishandle one output's gradient (not along a part of an input, for
             # full mode, whose confirmation before it judged each output alone)
             if memo is not None and only is None:
@@ -1010,7 +1010,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
                           "allowed": allowed, "verdict": "pass", "reason": J.reason_text(J.OK, total, numeric, None)})
     if seen is not None:  # every check agreed
         for j, _, u in parts:
-            seen[j] = (u.reshape(-1).to(torch.float64), agreed)
+            seen[j] = (u.reshape(-1), agreed)  # (float64: made so above)
     return found
 
 

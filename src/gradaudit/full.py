@@ -78,7 +78,7 @@ class Quick:
 def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
          confirm: Callable[[int], bool], first: tuple[torch.Tensor | None, ...], vs: list[torch.Tensor],
          confirm_without: Callable[[int, torch.Tensor], bool] | None = None,
-         confirm_along: Callable[[int, torch.Tensor], bool] | None = None) -> dict[int, Findings]:
+         confirm_along: Callable[[int, torch.Tensor | list[float]], bool] | None = None) -> dict[int, Findings]:
     """Judge every Jacobian entry. *first* is the first backward's vᵀJ per checked input, all outputs
     weighted by *vs* at once (for a scalar output that is the whole Jacobian row, times the weight).
 
@@ -128,13 +128,21 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         # the confirmation runs where central differences cannot resolve RESOLVE of an entry, and where an entry
         # passed beyond the tolerance itself, on the evidence's bound alone (found[j].beyond)
         beyond = found[j].beyond and problem.inputs[j].dtype == torch.float64  # where the default promise is made
-        asked = asked or disagree or beyond or not _resolved(problem, j, analytic, banded, tol,
-                                                             min(bases, default=EPS_POWERS["cbrt"]))
-        left = found[j].unheld(torch.arange(problem.inputs[j].numel()))
+        fixed = found[j].held
+        width = problem.inputs[j].numel() - (0 if fixed is None else len(fixed))  # the columns of j that move
+        # the entries central differences could not resolve to RESOLVE (a band's are never all resolved: see
+        # _unresolved_terms); one column of one input is never confirmed again (the confirmation moved it alone)
+        unresolved = _unresolved_terms(problem, j, analytic, banded, tol, vs, min(bases, default=EPS_POWERS["cbrt"]))
+        asked = asked or disagree or beyond or banded is not None or unresolved is not None
+        if width < 2 and len(problem.diff) == 1:
+            unresolved = None
+
+        def every(j: int = j) -> torch.Tensor:  # (made only where needed)
+            return found[j].unheld(torch.arange(problem.inputs[j].numel()))
         resolving = asked  # the confirmation agreed (or agreed along the accepted columns): small entries next
         agreed = "the directional confirmation agreed"
         if asked and confirm(j):
-            if (confirm_without is not None and 0 < len(suspect) < len(left)
+            if (confirm_without is not None and 0 < len(suspect) < width
                     and confirm_without(j, suspect)):
                 info["confirmation"] = ("the directional confirmation disagreed, and agreed along the columns the "
                                         "quick stage accepted: the others judged by Ridders")
@@ -143,7 +151,7 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
                 # every column is judged again, so its entries are counted once, there: not also as the quick stage did
                 found[j] = Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
                                     [tuple(o.shape) for o in problem.outputs], held=found[j].held)
-                suspect = left
+                suspect = every()
                 info["confirmation"] = "the directional confirmation disagreed: every column judged by Ridders"
                 resolving = False
                 if banded is not None:
@@ -154,24 +162,28 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
                     info["confirmation"] += ", against autograd's rows (the band's own entries were not enough)"
         if resolving and confirm_along is not None:
             # the accepted columns holding an entry central differences could not resolve to 1e-8, on their own
-            unresolved = _unresolved_terms(problem, j, analytic, banded, tol, vs,
-                                           min(bases, default=EPS_POWERS["cbrt"]))
-            unresolved[suspect] = 0.0  # judged by Ridders in any case
-            if found[j].held is not None:
-                unresolved[found[j].held] = 0.0
-            count = int((unresolved > 0).sum())
+            count = 0
+            if isinstance(unresolved, list):  # a few entries: in Python floats
+                for i in suspect.tolist() + ([] if fixed is None else fixed.tolist()):
+                    unresolved[i] = 0.0  # judged by Ridders in any case; not judged
+                count = sum(t > 0 for t in unresolved)
+            elif unresolved is not None:
+                unresolved[suspect] = 0.0  # judged by Ridders in any case
+                if found[j].held is not None:
+                    unresolved[found[j].held] = 0.0
+                count = int((unresolved > 0).sum())
             # every column of one input unresolved, every entry non-zero: a projection along part of them moves the
             # same outputs, whose rounding it cannot escape (y = M (x^3 s), M dense 25 x 25: up to 20 evaluations
             # more, none resolving), so none is made, as before the twelfth session (softmin of 5 elements: 26
             # evaluations, 14 without)
-            hopeless = (count == len(left) and len(problem.diff) == 1 and banded is None
+            hopeless = (count == width and len(problem.diff) == 1 and banded is None
                         and all(a is None or bool((a != 0).all()) for (i, _), a in analytic.items() if i == j))
-            if count and not hopeless and confirm_along(j, unresolved.reshape(problem.inputs[j].shape)):
+            if unresolved is not None and count and not hopeless and confirm_along(j, unresolved):
                 # their entries were counted as the quick stage accepted them: every column is judged again, and
                 # counted once, there
                 found[j] = Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
                                     [tuple(o.shape) for o in problem.outputs], held=found[j].held)
-                suspect = left
+                suspect = every()
                 info["confirmation"] = (f"{agreed}, and disagreed along the column(s) whose entries neither central "
                                         f"differences nor it could resolve to 1e-8 (of the {count} central differences "
                                         "could not): every column judged by Ridders")
@@ -183,61 +195,9 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
 EPS64 = 2.220446049250313e-16  # float64 machine epsilon, as torch.finfo(torch.float64).eps
 
 
-def _resolved(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None], banded: Band | None,
-              tol: ToleranceUsed, base: float) -> bool:
-    """Whether the quick stage resolves every entry of input j to RESOLVE (the default tolerance's promise):
-    its evidence term, SAFETY ROUNDING_ULPS eps max(1, |f_r|) / h_c, at most RESOLVE |J_rc| wherever |J_rc|
-    exceeds its allowance (an entry below its allowance has no relative error worth resolving), however small
-    against the output's largest entry: entries below 1% of it were exempt, and y = 1e6 x0^2 + x1^2 with dy/dx1
-    off by 1% passed full mode (its central differences resolve 3e-9 of |y| = 1e6, 1.5e-3 of dy/dx1) where
-    directional mode, whose output weights are 1 / max(1, |y|), failed it on every seed. A loss summing many
-    terms (|f| of 460 against entries of 1) or
-    sigmoid (entries of at most 1/4 against max(1, |f|) = 1) is not resolved: a backward off by 1e-8 there
-    passes central differences, and the directional confirmation, 100 times finer, decides. *base*: the
-    quick steps' h_c / max(1, |x_c|), the smallest used (an affine function's one-sided steps of
-    max(1, |x|) resolve far finer). Only at the default tolerance, in float64; a band (autograd's entries
-    not built) is never called resolved, whatever the tolerance: its two draws agree to STRUCTURE_REL of its
-    entries, so a dependence outside it smaller than that (1e-7 beside entries of 1) is taken for zero on
-    both sides, and with a tolerance the user set it passed full mode where directional mode and the same
-    function on 15 elements fail it."""
-    import torch
-
-    if banded is not None:
-        return False
-    if not tol.default or problem.inputs[j].dtype != torch.float64:
-        return True  # a tolerance the user set, or evidence in another precision: the promise is not made
-    unit = SAFETY * ROUNDING_ULPS * EPS64
-    for k, out in enumerate(problem.outputs):
-        a = analytic.get((j, k))
-        if a is None or not a.numel() or not out.is_floating_point():
-            continue
-        if E.LEAN and a.numel() <= J.SMALL and out.dtype == torch.float64:  # a few entries: in Python floats
-            # problem.f_size(k), problem.x_size(j) in Python floats: max(1, |v|), NaN staying NaN as in clamp_min
-            rows = [max(abs(f), 1.0) for f in out.reshape(-1).tolist()]
-            xs = [max(abs(v), 1.0) for v in problem.inputs[j].detach().reshape(-1).tolist()]
-            values = [abs(v) for v in a.reshape(-1).tolist()]
-            if any(v != v for v in values):  # a NaN entry: the largest is NaN, as torch's max says, and none is
-                continue  # at least 1% of it (a NaN gradient fails as a located entry anyway)
-            width = len(xs)
-            for i, size in enumerate(values):
-                evidence = unit * rows[i // width] / (base * xs[i % width])
-                if size > evidence + tol.atol + tol.rtol * size and evidence > RESOLVE * size:
-                    return False
-            continue
-        h = base * problem.x_size(j).reshape(1, -1)
-        fs = problem.f_size(k).reshape(-1, 1)
-        step = max(1, (1 << 18) // max(1, a.shape[1]))  # rows at a time: a few MB of temporaries, not M x N
-        for r in range(0, a.shape[0], step):
-            size = a[r:r + step].abs()
-            evidence = (SAFETY * ROUNDING_ULPS * torch.finfo(out.dtype).eps) * fs[r:r + step] / h
-            if bool(_unresolved_entries(size, evidence, tol).any()):
-                return False
-    return True
-
-
 def _unresolved_entries(size: torch.Tensor, evidence: torch.Tensor, tol: ToleranceUsed) -> torch.Tensor:
     """Entries |J| = *size* worth resolving (above their allowance) whose quick-stage *evidence* is coarser than
-    RESOLVE of them: :func:`_resolved`'s rule."""
+    RESOLVE of them: :func:`_unresolved_terms`' rule."""
     return (size > evidence + tol.atol + tol.rtol * size) & (evidence > RESOLVE * size)
 
 
@@ -245,27 +205,46 @@ TINY_TERM = 5e-324  # an unresolved entry's term where its output weight is 0 (a
 
 
 def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None],
-                      banded: Band | None, tol: ToleranceUsed, vs: list[torch.Tensor], base: float) -> torch.Tensor:
+                      banded: Band | None, tol: ToleranceUsed, vs: list[torch.Tensor], base: float
+                      ) -> torch.Tensor | list[float] | None:
     """Per column of input j (flat, float64): the smallest term |v_r J_rc| (output weights *vs*) of an entry the
-    quick stage does not resolve to RESOLVE, as :func:`_resolved` judges an entry (a band's entries included),
-    what that entry moves a projection along v by per unit of u_c; 0 where every entry is resolved, and
-    everywhere outside the default promise (a tolerance the user set, or evidence in another precision)."""
+    quick stage does not resolve to RESOLVE (the default tolerance's promise), what that entry moves a projection
+    along v by per unit of u_c; 0 where every entry is resolved; None where every entry of every column is, and
+    outside the default promise (a tolerance the user set, or evidence in another precision). A list of Python
+    floats for a few entries (:func:`_unresolved_terms_small`).
+
+    An entry is unresolved where its evidence term, SAFETY ROUNDING_ULPS eps max(1, |f_r|) / h_c, exceeds
+    RESOLVE |J_rc| and |J_rc| exceeds its allowance (an entry below its allowance has no relative error worth
+    resolving), however small against the output's largest entry: entries below 1% of it were exempt, and
+    y = 1e6 x0^2 + x1^2 with dy/dx1 off by 1% passed full mode (its central differences resolve 3e-9 of
+    |y| = 1e6, 1.5e-3 of dy/dx1) where directional mode, whose output weights are 1 / max(1, |y|), failed it on
+    every seed. A loss summing many terms (|f| of 460 against entries of 1) or sigmoid (entries of at most 1/4
+    against max(1, |f|) = 1) is not resolved: a backward off by 1e-8 there passes central differences, and the
+    directional confirmation, 100 times finer, decides. *base*: the quick steps' h_c / max(1, |x_c|), the
+    smallest used (an affine function's one-sided steps of max(1, |x|) resolve far finer). A band (autograd's
+    entries not built) asks the confirmation whatever this says (full()): its two draws agree to STRUCTURE_REL
+    of its entries, so a dependence outside it smaller than that (1e-7 beside entries of 1) is taken for zero
+    on both sides, and with a tolerance the user set it passed full mode where directional mode and the same
+    function on 15 elements fail it."""
     import torch
 
     x = problem.inputs[j]
-    terms = torch.full((x.numel(),), math.inf, dtype=torch.float64)
     if not tol.default or x.dtype != torch.float64:
-        return terms.zero_()
+        return None
+    if (E.LEAN and banded is None and all(o.dtype == torch.float64 for o in problem.outputs)
+            and sum(a.numel() for (i, _), a in analytic.items() if i == j and a is not None) <= J.SMALL):
+        return _unresolved_terms_small(problem, j, analytic, tol, vs, base)
+    terms = torch.full((x.numel(),), math.inf, dtype=torch.float64)
     if banded is not None:
         if banded.analytic is None:
-            return terms.zero_()
+            return None
         unit = SAFETY * ROUNDING_ULPS * torch.finfo(problem.outputs[0].dtype).eps
         evidence = unit * problem.f_size(0)[banded.rows] / (base * problem.x_size(j)[banded.cols])
         size = banded.analytic.abs()
         picked = _unresolved_entries(size, evidence, tol)
         weight = vs[0].reshape(-1).to(torch.float64)[banded.rows].abs()
         terms.scatter_reduce_(0, banded.cols[picked], (weight * size)[picked].clamp_min_(TINY_TERM), reduce="amin")
-        return terms.masked_fill_(terms == math.inf, 0.0)
+        return terms.masked_fill_(terms == math.inf, 0.0) if bool(picked.any()) else None
     h = base * problem.x_size(j).reshape(1, -1)
     for k, out in enumerate(problem.outputs):
         a = analytic.get((j, k))
@@ -274,14 +253,41 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
         fs = problem.f_size(k).reshape(-1, 1)
         weight = vs[k].reshape(-1, 1).to(torch.float64).abs()
         unit = SAFETY * ROUNDING_ULPS * torch.finfo(out.dtype).eps
-        step = max(1, (1 << 18) // max(1, a.shape[1]))  # rows at a time, as _resolved
+        step = max(1, (1 << 18) // max(1, a.shape[1]))  # rows at a time: a few MB of temporaries, not M x N
         for r in range(0, a.shape[0], step):
             size = a[r:r + step].abs()
             picked = _unresolved_entries(size, unit * fs[r:r + step] / h, tol)
             if bool(picked.any()):
                 terms = torch.minimum(terms, torch.where(picked, (size * weight[r:r + step]).clamp_min_(TINY_TERM),
                                                              math.inf).amin(0))
+    if not bool((terms < math.inf).any()):
+        return None
     return terms.masked_fill_(terms == math.inf, 0.0)
+
+
+def _unresolved_terms_small(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None],
+                            tol: ToleranceUsed, vs: list[torch.Tensor], base: float) -> list[float] | None:
+    """:func:`_unresolved_terms` for a few float64 entries, in Python floats (a list): the same IEEE operations
+    (max(1, |v|) as x_size and f_size, NaN staying NaN as in clamp_min; a NaN entry is never picked)."""
+    xs = [max(abs(v), 1.0) for v in problem.inputs[j].detach().reshape(-1).tolist()]
+    width = len(xs)
+    terms = [math.inf] * width
+    unit = SAFETY * ROUNDING_ULPS * EPS64
+    for k, out in enumerate(problem.outputs):
+        a = analytic.get((j, k))
+        if a is None or not a.numel():
+            continue
+        rows = [max(abs(f), 1.0) for f in out.reshape(-1).tolist()]
+        weights = [abs(w) for w in vs[k].reshape(-1).tolist()]
+        for i, value in enumerate(a.reshape(-1).tolist()):
+            r, c = divmod(i, width)
+            size = abs(value)
+            evidence = unit * rows[r] / (base * xs[c])
+            if size > evidence + tol.atol + tol.rtol * size and evidence > RESOLVE * size:
+                terms[c] = min(terms[c], max(size * weights[r], TINY_TERM))
+    if all(t == math.inf for t in terms):
+        return None
+    return [0.0 if t == math.inf else t for t in terms]
 
 
 @dataclass
@@ -1372,7 +1378,7 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
 def _unresolved(problem: Problem, j: int, judged: J.Judged, bound: torch.Tensor, tol: ToleranceUsed) -> torch.Tensor:
     """Entries that pass, but on evidence coarser than the default tolerance's promise: SAFETY times Ridders'
     error bound above RESOLVE |value| (a backward off by 1e-8 could pass within it), in float64 at the default
-    tolerance (as :func:`_resolved` asks of the quick stage, and directional._unresolved of a direction).
+    tolerance (as :func:`_unresolved_terms` asks of the quick stage, and directional._unresolved of a direction).
     They get Ridders from smaller steps too (:func:`_shrink`), the finest bound kept."""
     import torch
 
@@ -1381,7 +1387,7 @@ def _unresolved(problem: Problem, j: int, judged: J.Judged, bound: torch.Tensor,
         return torch.zeros(shape, dtype=torch.bool)
     # only entries above their own bound (below it a relative error means nothing) and at least 1% of the block's
     # largest (a NaN there: none): a smaller one beside a large output rounds no finer at smaller steps, and the
-    # directional confirmation, which _resolved asks wherever central differences leave an entry unresolved, judges
+    # directional confirmation, which full() asks wherever central differences leave an entry unresolved, judges
     # it with output weights of order one
     size, wide = judged.ref.expand(shape).abs(), SAFETY * bound.expand(shape)
     floor = 0.01 * float(size.max())
