@@ -96,9 +96,12 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
     small entry moves it: a backward off by 1e-8 at the one element of |x|^1.5 at 0.01 among 24 of order one
     passed. So the columns holding an entry the quick stage could not resolve to RESOLVE are found
     (:func:`_unresolved_terms`: per column, the smallest such entry's term |v_r J_rc|), and
-    *confirm_along(j, terms)* confirms again, on their own, those whose entries the confirmation's own allowance
-    could not resolve either (RESOLVE |v_r J_rc u_c| below it), where they are a proper part of the input, and
-    says whether that disagreed; then every column of j is judged in the final stage."""
+    *confirm_along(j, terms)* confirms again, on their own, those whose entries the confirmation did not resolve
+    either (RESOLVE |v_r J_rc u_c| within the error its evidence leaves possible), unless, for a function of one
+    input, they are every column it moved, and says whether that disagreed; then every column of j is judged in
+    the final stage. Where every column of the only input holds such an entry and every entry is non-zero,
+    none is confirmed again (a projection along part of them moves every output, whose rounding it cannot
+    escape)."""
     import torch
 
     found = {j: Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
@@ -169,8 +172,8 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
                 count = sum(t > 0 for t in unresolved)
             elif unresolved is not None:
                 unresolved[suspect] = 0.0  # judged by Ridders in any case
-                if found[j].held is not None:
-                    unresolved[found[j].held] = 0.0
+                if fixed is not None:
+                    unresolved[fixed] = 0.0
                 count = int((unresolved > 0).sum())
             # every column of one input unresolved, every entry non-zero: a projection along part of them moves the
             # same outputs, whose rounding it cannot escape (y = M (x^3 s), M dense 25 x 25: up to 20 evaluations
