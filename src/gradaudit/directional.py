@@ -325,6 +325,9 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     clash = False  # Ridders from smaller steps disagreed with the larger ones' estimate beyond its bound
     pair = None  # the one-sided slopes, where measured
     quick = quick_stage(phi_many, scale, perturbation)
+    # the outputs' own rounding in the quick stage's bound, SAFETY times: what any projection moving the same
+    # outputs at these steps carries, however it moves the inputs (full mode's confirmation along a few columns)
+    floor = SAFETY * 1.5 * EPS64 * _unit(phi_many) * quick.size / quick.h
     stage = _stage(obs, quick.value, tol, observed_bound=dot_rounding, reference_bound=quick.err,
                    scale=quick.natural, precision=precision)
     for left in range(HALVINGS, 0, -1):
@@ -335,7 +338,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                        scale=quick.natural, precision=precision)
     natural = quick.natural
     result: dict[str, Any] = {"numeric": quick.value, "error_bound": quick.err, "scheme": _scheme(quick),
-                              "evaluations": quick.evaluations}
+                              "evaluations": quick.evaluations, "rounding_floor": floor}
     if stage.judged is not None and settled(stage, quick.trunc):
         judged = stage.judged
     elif split_early and math.isfinite(quick.trunc) and stage.diff > stage.allowed + 16 * quick.trunc:
@@ -345,7 +348,9 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
         numeric, err, used, rounding = ridders_scalar(phi_many, h0, perturbation)
         judged = J.judge(obs, numeric, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
                          precision=precision)
-        result = {"numeric": numeric, "error_bound": err, "scheme": "ridders", "evaluations": quick.evaluations + used}
+        # (Ridders' larger steps round finer than the quick stage's: no floor is claimed from them)
+        result = {"numeric": numeric, "error_bound": err, "scheme": "ridders", "evaluations": quick.evaluations + used,
+                  "rounding_floor": 0.0}
         first = (numeric, err, h0)  # the largest steps' estimate: a staircase's quanta grow as 1 / h below them
         pair = None
         shrinks = 0
@@ -633,14 +638,15 @@ def _projected(tol: ToleranceUsed, u: torch.Tensor, vs: list[torch.Tensor]) -> T
 def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info, *, vs: list[torch.Tensor],
                 grads: tuple[torch.Tensor | None, ...], localize: bool = True,
                 only: tuple[int, torch.Tensor, str] | None = None,
-                seen: dict[int, tuple[torch.Tensor, float]] | None = None) -> dict[int, Findings]:
+                seen: dict[int, tuple[torch.Tensor, float, float]] | None = None) -> dict[int, Findings]:
     """Judge vᵀJ_j u_j against the numeric derivative along u_j per input; localize disagreements by
     bisection (when *localize*). *vs* are the output weights, *grads* vᵀJ at these inputs. With *only*
     (j, still, which): input j alone, its elements where *still* is True left where they are (u is 0 there, as
     at a held element): full mode's confirmation along some of its columns (*which*, for the record). Into
-    *seen*, for each input whose projection agreed: its direction u_j (flat, float64) and the largest error of
+    *seen*, for each input whose projection agreed: its direction u_j (flat, float64), the largest error of
     vᵀJ_j u_j its evidence leaves possible (:func:`_consistent`; for full mode, which confirms again the columns
-    whose 1e-8 that does not exclude)."""
+    whose 1e-8 that does not exclude) and the outputs' own rounding in its bound (judge_along's
+    "rounding_floor")."""
     import torch
 
     evals = [0]
@@ -769,7 +775,7 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
                 u, index, out = split
         if out["verdict"] == J.PASS:
             if seen is not None:  # the whole projection's (elements a split judged again were resolved finer)
-                seen[j] = (u.reshape(-1), _consistent(out["judged"]))  # (float64: made so above)
+                seen[j] = (u.reshape(-1), _consistent(out["judged"]), out.get("rounding_floor", 0.0))  # (float64 u)
             # each output alone: a backward may mishandle one output's gradient (not along a part of an input, for
             # full mode, whose confirmation before it judged each output alone)
             if memo is not None and only is None:
@@ -794,7 +800,7 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
 def _entry(name: str, analytic: float, out: dict[str, Any]) -> dict[str, Any]:
     """One directional comparison as info["directional"] lists it."""
     return {"input": name, "autograd": analytic,
-            **{k: v for k, v in out.items() if k not in ("judged", "observed", "verdict", "reason")},
+            **{k: v for k, v in out.items() if k not in ("judged", "observed", "verdict", "reason", "rounding_floor")},
             "verdict": J.NAMES[out["verdict"]],
             "reason": J.reason_text(out["reason"], analytic, out["numeric"], out.get("slopes"))}
 
@@ -858,7 +864,8 @@ def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: flo
 def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float], vs: list[torch.Tensor],
               grads: tuple[torch.Tensor | None, ...], tol: ToleranceUsed,
               output_alone: Callable[[int], tuple[torch.Tensor | None, ...] | None], evals: list[int],
-              info: Info, seen: dict[int, tuple[torch.Tensor, float]] | None = None) -> list[dict[str, Any]] | None:
+              info: Info, seen: dict[int, tuple[torch.Tensor, float, float]] | None = None
+              ) -> list[dict[str, Any]] | None:
     """Every input moved at once, each along its own direction u_j (the one its own check would use): the
     quick stage's numeric derivative of phi is sum_j vᵀJ_j u_j, 4 evaluations for all inputs instead of 4 per
     input. It only accepts, and only what every input's own check would accept: the disagreement of the sums
@@ -1010,7 +1017,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
                           "allowed": allowed, "verdict": "pass", "reason": J.reason_text(J.OK, total, numeric, None)})
     if seen is not None:  # every check agreed
         for j, _, u in parts:
-            seen[j] = (u.reshape(-1), agreed)  # (float64: made so above)
+            seen[j] = (u.reshape(-1), agreed, 0.0)  # (float64: made so above; several inputs: no floor used)
     return found
 
 
