@@ -183,10 +183,12 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
             # ((|x|^1.5).sum() at 0.01 among 24 of order one: its 1e-8 bug fails); with several, where every column
             # is unresolved, none is made, as before the twelfth session (softmin of 5 elements: 26 evaluations, 14
             # without; y = M (x^3 s), M 25 x 25: 20 more, none resolving)
-            dense = (count > 0 and len(problem.diff) == 1 and banded is None
+            one = sum(o.numel() for o in problem.outputs) == 1
+            # (autograd's rows scanned for zeros only where the answer matters)
+            dense = (count > 0 and (one or count == width) and len(problem.diff) == 1 and banded is None
                      and all(a is None or bool((a != 0).all()) for (i, _), a in analytic.items() if i == j))
-            single = dense and sum(o.numel() for o in problem.outputs) == 1
-            hopeless = dense and not single and count == width
+            single = dense and one
+            hopeless = dense and not one and count == width
             if unresolved is not None and count and not hopeless and confirm_along(j, unresolved, single):
                 # their entries were counted as the quick stage accepted them: every column is judged again, and
                 # counted once, there
