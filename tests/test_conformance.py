@@ -1839,6 +1839,26 @@ def test_a_confirmation_that_resolves_every_entry_is_not_repeated(xs):
     assert alone >= 2, alone  # the confirmation alone decided at half the seeds or more
 
 
+def test_a_confirmation_asked_only_for_unresolved_columns_is_made_along_them():
+    """y = x0^2 + ... + x3^2 + 0.01 x4^2 at x of order one: every entry resolved to 1e-8 by central differences but
+    the last: the evidence term, 80 ulps of max(1, |y|) = 4.35 over a step of 6.1e-6, 1.3e-8, is 7e-9 of the entry
+    1.8 at x0 and 9e-7 of the last one, 0.014. Nothing else asks for the directional confirmation (one input, every column accepted, no entry beyond the
+    tolerance), so it is made along that column alone, the others still: 2 x 5 central differences and one projection
+    of 4, 14 evaluations. Until the thirteenth session a whole projection came first and that column was projected
+    again after it (18). A backward off by 1e-8 at any element still fails, located there."""
+    c = torch.tensor([1.0, 1.0, 1.0, 1.0, 0.01], dtype=F64)
+    forward, derivative = (lambda x: (c * x * x).sum()), (lambda x: 2 * c * x)
+    x = torch.tensor([0.9, 1.1, -0.8, 1.3, 0.7], dtype=F64, requires_grad=True)
+    for seed in range(3):
+        ok = ga.check(_hand_written(forward, derivative), (x,), mode="full", seed=seed)
+        assert ok.verdict == "pass" and ok.info["evaluations"] == 2 * 5 + 4, (seed, ok.info)
+        (projection,) = ok.info["directional"]
+        assert projection["along"].startswith("the columns whose entries central differences could not resolve")
+        for at in range(5):
+            res = ga.check(_hand_written(forward, derivative, 1e-8, at=at), (x,), mode="full", seed=seed)
+            assert res.verdict == "fail" and _located(res) == {(at,)}, (seed, at, res)
+
+
 def _sine_beside_line(n, b, w, a, off):
     """y_i = b sin(w x_i) on n elements and a x_n on one more (its entry a, unresolved by central differences
     beside the sines' b w cos(w x)), the backward off by a relative *off* at that last entry only."""

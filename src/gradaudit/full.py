@@ -103,7 +103,9 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
     the final stage. Where every entry of the only input's Jacobian is non-zero (every projection moves every
     output, and carries its rounding): with one output element, a column is confirmed again only where 1e-8 of
     its entry's term along that column alone exceeds that rounding; with several, none where every column holds
-    an unresolved entry."""
+    an unresolved entry. Where such entries are all that asks for the confirmation (one input, every column
+    accepted, no disagreement with the first backward, no entry beyond the tolerance, no band) and their columns
+    are a proper part of it, *confirm_along* is called at once instead: one projection along them, not two."""
     import torch
 
     found = {j: Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
@@ -146,7 +148,26 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
             return found[j].unheld(torch.arange(problem.inputs[j].numel()))
         resolving = asked  # the confirmation agreed (or agreed along the accepted columns): small entries next
         agreed = "the directional confirmation agreed"
-        if asked and confirm(j):
+        # one input, every column accepted, and the confirmation asked for nothing but entries central differences
+        # could not resolve (no disagreement with the first backward, no entry beyond the tolerance, no band): the
+        # projection along those columns alone, the rest still, is the one confirm_along makes after a whole one
+        # that leaves them open, so it is made at once (var_mean of 5 elements: 18 evaluations, now 14; polygamma of
+        # 25 near its poles: 44, now 24)
+        direct = 0
+        if (confirm_along is not None and unresolved is not None and len(problem.diff) == 1 and not disagree
+                and not beyond and banded is None and not len(suspect) and first[pos] is not None):
+            direct = _count_unresolved(unresolved, fixed)
+            direct = direct if direct < width else 0  # every column: the whole confirmation is that projection
+        if direct:
+            resolving = False
+            if confirm_along(j, unresolved, False):
+                found[j] = Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
+                                    [tuple(o.shape) for o in problem.outputs], held=found[j].held)
+                suspect = every()
+                info["confirmation"] = (f"the projection along the column(s) whose entries central differences could "
+                                        f"not resolve to 1e-8 ({direct} of {width}) disagreed: every column judged "
+                                        "by Ridders")
+        elif asked and confirm(j):
             if (confirm_without is not None and 0 < len(suspect) < width
                     and confirm_without(j, suspect)):
                 info["confirmation"] = ("the directional confirmation disagreed, and agreed along the columns the "
@@ -169,14 +190,12 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
             # the accepted columns holding an entry central differences could not resolve to 1e-8, on their own
             count = 0
             if isinstance(unresolved, list):  # a few entries: in Python floats
-                for i in suspect.tolist() + ([] if fixed is None else fixed.tolist()):
-                    unresolved[i] = 0.0  # judged by Ridders in any case; not judged
-                count = sum(t > 0 for t in unresolved)
+                for i in suspect.tolist():
+                    unresolved[i] = 0.0  # judged by Ridders in any case
+                count = _count_unresolved(unresolved, fixed)
             elif unresolved is not None:
                 unresolved[suspect] = 0.0  # judged by Ridders in any case
-                if fixed is not None:
-                    unresolved[fixed] = 0.0
-                count = int((unresolved > 0).sum())
+                count = _count_unresolved(unresolved, fixed)
             # one input, every entry non-zero: a projection along any of its columns moves every output, and carries
             # their rounding. With one output element, each column's one entry is what a projection along it alone
             # resolves, and confirm_along makes none where the rounding alone exceeds 1e-8 of every such term
@@ -201,6 +220,17 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         if len(suspect):
             _final(problem, j, suspect, analytic, banded, tol, found[j], info)
     return found
+
+
+def _count_unresolved(terms: torch.Tensor | list[float], fixed: torch.Tensor | None) -> int:
+    """The columns holding an unresolved entry (*terms* > 0), those *fixed* (held, not judged) set to 0 first."""
+    if isinstance(terms, list):  # a few entries: in Python floats
+        for i in [] if fixed is None else fixed.tolist():
+            terms[i] = 0.0
+        return sum(t > 0 for t in terms)
+    if fixed is not None:
+        terms[fixed] = 0.0
+    return int((terms > 0).sum())
 
 
 EPS64 = 2.220446049250313e-16  # float64 machine epsilon, as torch.finfo(torch.float64).eps
