@@ -1842,10 +1842,11 @@ def test_a_confirmation_that_resolves_every_entry_is_not_repeated(xs):
 def test_a_confirmation_asked_only_for_unresolved_columns_is_made_along_them():
     """y = x0^2 + ... + x3^2 + 0.01 x4^2 at x of order one: every entry resolved to 1e-8 by central differences but
     the last: the evidence term, 80 ulps of max(1, |y|) = 4.35 over a step of 6.1e-6, 1.3e-8, is 7e-9 of the entry
-    1.8 at x0 and 9e-7 of the last one, 0.014. Nothing else asks for the directional confirmation (one input, every column accepted, no entry beyond the
-    tolerance), so it is made along that column alone, the others still: 2 x 5 central differences and one projection
-    of 4, 14 evaluations. Until the thirteenth session a whole projection came first and that column was projected
-    again after it (18). A backward off by 1e-8 at any element still fails, located there."""
+    1.8 at x0 and 9e-7 of the last one, 0.014. Nothing else asks for the directional confirmation (one input, every
+    column accepted, no entry beyond the tolerance), so it is made along that column alone, the others still:
+    2 x 5 central differences and one projection of 4, 14 evaluations. Until the thirteenth session a whole
+    projection came first and that column was projected again after it (18). A backward off by 1e-8 at any element
+    still fails, located there."""
     c = torch.tensor([1.0, 1.0, 1.0, 1.0, 0.01], dtype=F64)
     forward, derivative = (lambda x: (c * x * x).sum()), (lambda x: 2 * c * x)
     x = torch.tensor([0.9, 1.1, -0.8, 1.3, 0.7], dtype=F64, requires_grad=True)

@@ -158,7 +158,7 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
                 and not beyond and banded is None and not len(suspect) and first[pos] is not None):
             direct = _count_unresolved(unresolved, fixed)
             direct = direct if direct < width else 0  # every column: the whole confirmation is that projection
-        if direct:
+        if direct and confirm_along is not None and unresolved is not None:
             resolving = False
             if confirm_along(j, unresolved, False):
                 found[j] = Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
