@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 from . import evaluate as E
 from . import judge as J
 from .evaluate import SMALL_BATCH, Info, Problem, batched_outputs, held
-from .findings import Findings
+from .findings import Findings, unravel
 from .numeric import ridders_tableau, truncation
 from .record import Comparison, Location
 from .tolerances import RESOLVE, SAFETY, SLOPE_CAP, SLOPE_REL, SLOPE_ROUNDING, UNINFORMATIVE, ToleranceUsed
@@ -788,9 +788,15 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
                                        f"numeric directional derivative is {out['numeric']:.6g}"))
             continue
         if not localize or g is None:
-            f.extra.append(_projection(f, out, "projection", "vᵀJu along a random direction u" + (
-                "" if index is None
-                else f", restricted to {len(index)} elements the whole projection could not resolve")))
+            moved = (u.reshape(-1) != 0).nonzero().flatten() if index is None else index
+            # a projection that moved one element alone names it: that element's gradient (its column of vᵀJ) is off
+            at = unravel(int(moved[0]), tuple(x.shape)) if len(moved) == 1 and x.dim() else None
+            unresolved = "" if index is None else " the whole projection could not resolve"
+            f.extra.append(_projection(f, out, "projection", (
+                f"vᵀJu along a random direction u, restricted to {len(index)} elements{unresolved}"
+                if at is None and index is not None else "vᵀJu along a random direction u" if at is None
+                else f"vᵀJu along element {at} of '{problem.names[j]}' alone{unresolved and ', which' + unresolved}: "
+                     "its gradient (vᵀJ there) is off"), at))
             continue
         _bisect(problem, j, g, u, phi_for, scale, tol, vs, f, out, index)
     info["evaluations"] = info.get("evaluations", 0) + evals[0]
@@ -1050,10 +1056,11 @@ def _per_output(problem: Problem, pos: int, u: torch.Tensor, vs: list[torch.Tens
                                    + (" (autograd gives None)" if gk is None else "")))
 
 
-def _projection(f: Findings, out: dict[str, Any], kind: str, note: str) -> Comparison:
+def _projection(f: Findings, out: dict[str, Any], kind: str, note: str, at: tuple[int, ...] | None = None
+                ) -> Comparison:
     judged: J.Judged = out["judged"]
     c = J.comparison(judged, 0, judged.diff.new_tensor(out["observed"]), judged.diff.new_tensor(out["numeric"]),
-                     Location(f.name), slopes=None, kind=kind)
+                     Location(f.name, at), slopes=None, kind=kind)
     if kind == "none-gradient":  # the note says it all: what autograd gave and what the evidence shows
         return dataclasses.replace(c, reason=note)
     return dataclasses.replace(c, reason=f"{c.reason}; {note}" if c.reason else note)
