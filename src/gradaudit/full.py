@@ -161,8 +161,7 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         if direct and confirm_along is not None and unresolved is not None:
             resolving = False
             if confirm_along(j, unresolved, False):
-                found[j] = Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
-                                    [tuple(o.shape) for o in problem.outputs], held=found[j].held)
+                found[j] = _afresh(problem, found[j])
                 suspect = every()
                 info["confirmation"] = (f"the projection along the column(s) whose entries central differences could "
                                         f"not resolve to 1e-8 ({direct} of {width}) disagreed: every column judged "
@@ -175,8 +174,7 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
                 agreed += " along the columns the quick stage accepted"
             else:
                 # every column is judged again, so its entries are counted once, there: not also as the quick stage did
-                found[j] = Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
-                                    [tuple(o.shape) for o in problem.outputs], held=found[j].held)
+                found[j] = _afresh(problem, found[j])
                 suspect = every()
                 info["confirmation"] = "the directional confirmation disagreed: every column judged by Ridders"
                 resolving = False
@@ -211,8 +209,7 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
             if unresolved is not None and count and not hopeless and confirm_along(j, unresolved, single):
                 # their entries were counted as the quick stage accepted them: every column is judged again, and
                 # counted once, there
-                found[j] = Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
-                                    [tuple(o.shape) for o in problem.outputs], held=found[j].held)
+                found[j] = _afresh(problem, found[j])
                 suspect = every()
                 info["confirmation"] = (f"{agreed}, and disagreed along the column(s) whose entries neither central "
                                         f"differences nor it could resolve to 1e-8 (of the {count} central differences "
@@ -220,6 +217,12 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         if len(suspect):
             _final(problem, j, suspect, analytic, banded, tol, found[j], info)
     return found
+
+
+def _afresh(problem: Problem, f: Findings) -> Findings:
+    """Input f.input's findings begun again (its held elements kept): every column is judged again, and counted once."""
+    return Findings(f.input, problem.names[f.input], tuple(problem.inputs[f.input].shape),
+                    [tuple(o.shape) for o in problem.outputs], held=f.held)
 
 
 def _count_unresolved(terms: torch.Tensor | list[float], fixed: torch.Tensor | None) -> int:
