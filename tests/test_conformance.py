@@ -1860,6 +1860,47 @@ def test_a_confirmation_asked_only_for_unresolved_columns_is_made_along_them():
             assert res.verdict == "fail" and _located(res) == {(at,)}, (seed, at, res)
 
 
+def test_a_split_that_leaves_an_entry_open_is_followed_by_the_whole_confirmation():
+    """A reviewer's case (thirteenth session): (c |x|^1.5).sum() on 8 elements, c = 1 but 0.01 at the last, the
+    backward off by 1e-8 there. Five columns hold entries central differences cannot resolve to 1e-8, and nothing
+    else asks for the confirmation, so it is made along those five at once; its split down to element 7 kept
+    that element's share of the direction (u normalised over five columns) and accepted a quick stage whose
+    allowance was 1.5e-8 of its term: the bug passed at all five seeds, where the whole confirmation followed by
+    the projection along the columns it left open (normalised over fewer) fails it. Where the direct projection
+    leaves a column open, those two are now made as well: the bug fails, located at (7,), at every seed."""
+    c = torch.tensor([1.0] * 7 + [0.01], dtype=F64)
+    forward = lambda x: (c * x.abs() ** 1.5).sum()  # noqa: E731
+    derivative = lambda x: c * 1.5 * x.abs().sqrt() * x.sign()  # noqa: E731
+    x = torch.tensor([0.48408943768677665, -1.7101151091250832, -1.4772030560173055, -1.0928978221464918,
+                      1.6683802918840873, -1.755320626577223, -0.6541796737150162, -0.3768782412762175],
+                     dtype=F64, requires_grad=True)
+    for seed in range(5):
+        assert ga.check(_hand_written(forward, derivative), (x,), mode="full", seed=seed).verdict == "pass"
+        res = ga.check(_hand_written(forward, derivative, 1e-8, at=7), (x,), mode="full", seed=seed)
+        assert res.verdict == "fail" and _located(res) == {(7,)}, (seed, res)
+
+
+def test_an_entry_no_evidence_resolves_to_1e8_is_named_in_the_record():
+    """y = x0^2 + ... + x3^2 + 1e-4 x4^2 at [0.9, 1.1, -0.8, 1.3, 0.7]: the last entry, 1.4e-4, moves by 1.4e-12 at
+    1e-8. Central differences' evidence term there is 80 ulps of |y| = 4.35 over a step of 6.1e-6, 1.3e-8; the
+    projection along that column alone (Richardson from h = 7e-4) carries the output's rounding, about
+    eps |y| / h = 1.4e-12, and allows 10 times its bound: 1e-8 of the entry's term, 1.4e-12 |u4| with |u4| <= 1, is
+    below what it can show. The check passes (agreement within the allowance) and now says so, naming element (4,):
+    before, it said nothing while its tolerance line promises that a backward off by 1e-8 fails. With the
+    coefficient 0.01 the projection resolves it (the test above) and there is no such note."""
+    c = torch.tensor([1.0, 1.0, 1.0, 1.0, 1e-4], dtype=F64)
+    forward, derivative = (lambda x: (c * x * x).sum()), (lambda x: 2 * c * x)
+    x = torch.tensor([0.9, 1.1, -0.8, 1.3, 0.7], dtype=F64, requires_grad=True)
+    for seed in range(3):
+        res = ga.check(_hand_written(forward, derivative), (x,), mode="full", seed=seed)
+        (note,) = [n for n in res.info.get("notes", []) if "resolve 1e-8" in n]
+        assert res.verdict == "pass" and note.startswith("1 of 5 columns of 'x' (element(s) (4,))"), (seed, note)
+        assert note in res.report()
+    c[4] = 0.01
+    res = ga.check(_hand_written(forward, derivative), (x,), mode="full", seed=0)
+    assert res.verdict == "pass" and not [n for n in res.info.get("notes", []) if "resolve 1e-8" in n]
+
+
 def _sine_beside_line(n, b, w, a, off):
     """y_i = b sin(w x_i) on n elements and a x_n on one more (its entry a, unresolved by central differences
     beside the sines' b w cos(w x)), the backward off by a relative *off* at that last entry only."""

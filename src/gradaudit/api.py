@@ -593,17 +593,19 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
         confirmed: dict[int, Findings] = {}
         # per input: u, the error its agreeing evidence allows, and the outputs' own rounding in it
         views: dict[int, tuple[torch.Tensor, float, float]] = {}
+        trail: dict[int, list[tuple[torch.Tensor, float]]] = {}  # every agreeing projection's u and that error
 
         def confirm(j: int) -> bool:  # the directional confirmation, run only where full mode needs it
             if not confirmed:
                 confirmed.update(directional(problem, _generator(seed, "directional"), tol, info, vs=vs,
-                                             grads=grads, localize=False, seen=views))
+                                             grads=grads, localize=False, seen=views, trail=trail))
             return confirmed[j].verdict == "fail"
 
         def along(j: int, still: torch.Tensor, which: str, judged_by: ToleranceUsed) -> Findings:
             """The confirmation of input j with its elements *still* held where they are."""
             return directional(problem, _generator(seed, "directional"), judged_by, info, vs=vs, grads=grads,
-                               localize=False, only=(j, still.reshape(problem.inputs[j].shape), which), seen=views)[j]
+                               localize=False, only=(j, still.reshape(problem.inputs[j].shape), which), seen=views,
+                               trail=trail)[j]
 
         def confirm_without(j: int, cols: torch.Tensor) -> bool:  # agrees with *cols* of j held still
             still = torch.zeros(problem.inputs[j].numel(), dtype=torch.bool)
@@ -657,8 +659,33 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                 disagreed[j] = f
             return f.verdict == "fail"
 
+        def left_open(j: int, terms: torch.Tensor | list[float], say: bool) -> int:
+            """The columns of j holding an entry no evidence resolved to RESOLVE: *terms* (per column, the
+            smallest such entry's |v_r J_rc| after central differences, 0 where none or judged by Ridders) that no
+            projection that agreed resolves (RESOLVE |v_r J_rc u_c| within the error its evidence leaves possible).
+            How many; with *say*, the record names them."""
+            t = torch.tensor(terms, dtype=torch.float64) if isinstance(terms, list) else terms.reshape(-1)
+            open_ = t > 0
+            for u, possible in trail.get(j, []):
+                open_ &= ~(t * u.abs() * RESOLVE > possible)
+            count = int(open_.sum())
+            if not count or not say:
+                return count
+            from .findings import unravel
+
+            where = [str(unravel(int(i), tuple(problem.inputs[j].shape))) for i in open_.nonzero().flatten()[:4]]
+            more = ", ..." if count > len(where) else ""
+            problem.notes.append(
+                f"{count} of {problem.inputs[j].numel()} columns of '{problem.names[j]}' (element(s) "
+                f"{', '.join(where)}{more}) hold Jacobian entries of which neither central differences nor the "
+                "directional confirmation resolve 1e-8 (the outputs' own rounding at usable steps, or the "
+                "projection's allowance, is larger): they agree within the allowance, but a backward off there by "
+                "1e-8 may pass")
+            info["notes"] = problem.notes
+            return count
+
         found = full(problem, _generator(seed, "full"), tol, info, confirm, grads, vs, confirm_without,
-                     confirm_along)
+                     confirm_along, left_open)
         for j, f in found.items():
             if j in disagreed and f.verdict == "pass":
                 f.extra += disagreed[j].extra  # the projection along those columns disagrees though no entry does

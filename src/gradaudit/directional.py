@@ -638,7 +638,8 @@ def _projected(tol: ToleranceUsed, u: torch.Tensor, vs: list[torch.Tensor]) -> T
 def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info, *, vs: list[torch.Tensor],
                 grads: tuple[torch.Tensor | None, ...], localize: bool = True,
                 only: tuple[int, torch.Tensor, str] | None = None,
-                seen: dict[int, tuple[torch.Tensor, float, float]] | None = None) -> dict[int, Findings]:
+                seen: dict[int, tuple[torch.Tensor, float, float]] | None = None,
+                trail: dict[int, list[tuple[torch.Tensor, float]]] | None = None) -> dict[int, Findings]:
     """Judge vᵀJ_j u_j against the numeric derivative along u_j per input; localize disagreements by
     bisection (when *localize*). *vs* are the output weights, *grads* vᵀJ at these inputs. With *only*
     (j, still, which): input j alone, its elements where *still* is True left where they are (u is 0 there, as
@@ -646,7 +647,8 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
     *seen*, for each input whose projection agreed: its direction u_j (flat, float64), the largest error of
     vᵀJ_j u_j its evidence leaves possible (:func:`_consistent`; for full mode, which confirms again the columns
     whose 1e-8 that does not exclude) and the outputs' own rounding in its bound (judge_along's
-    "rounding_floor")."""
+    "rounding_floor"). Into *trail*, for each input, every projection that agreed (a split's parts too): its u and
+    that possible error, from which full mode says which entries no evidence resolved to 1e-8."""
     import torch
 
     evals = [0]
@@ -712,7 +714,7 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         # Drawn after the directions, which the inputs' own checks use unchanged
         # (r + 0.5 for torch.rand's r, exactly)
         factors = torch.empty(len(problem.diff), dtype=torch.float64).uniform_(0.5, 1.5, generator=gen).tolist()
-        together = _together(problem, draws, factors, vs, grads, tol, output_alone, evals, info, seen)
+        together = _together(problem, draws, factors, vs, grads, tol, output_alone, evals, info, seen, trail)
         if together is not None:  # every input agrees at once: nothing is left to decide input by input
             comparisons += together
             for j in problem.diff:
@@ -770,12 +772,14 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
         if out["verdict"] == J.PASS and g is not None and not tiny:
             # elements whose terms are too small against the allowance to be resolved by it: judged on their own
             split = _split(problem, j, g, u, norm, sizes, x_seen, phi_for, tol, vs, out, comparisons,
-                           terms=only is not None)
+                           terms=only is not None, trail=None if trail is None else trail.setdefault(j, []))
             if split is not None:
                 u, index, out = split
         if out["verdict"] == J.PASS:
             if seen is not None:  # the whole projection's (elements a split judged again were resolved finer)
                 seen[j] = (u.reshape(-1), _consistent(out["judged"]), out.get("rounding_floor", 0.0))  # (float64 u)
+            if trail is not None:
+                trail.setdefault(j, []).append((u.reshape(-1), _consistent(out["judged"])))
             # each output alone: a backward may mishandle one output's gradient (not along a part of an input, for
             # full mode, whose confirmation before it judged each output alone)
             if memo is not None and only is None:
@@ -828,7 +832,8 @@ def _unresolved_elements(g: torch.Tensor, sizes: torch.Tensor, norm: float, allo
 
 def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: float, sizes: torch.Tensor,
            seen: torch.Tensor, phi_for: Callable[..., Batched], tol: ToleranceUsed, vs: list[torch.Tensor],
-           whole: dict[str, Any], comparisons: list[dict[str, Any]], terms: bool = False
+           whole: dict[str, Any], comparisons: list[dict[str, Any]], terms: bool = False,
+           trail: list[tuple[torch.Tensor, float]] | None = None
            ) -> tuple[torch.Tensor, torch.Tensor, dict[str, Any]] | None:
     """A passing projection vᵀJu is a sum; its allowance (rtol of the sum plus the evidence's bound) can
     exceed what an element with a small term contributes, which may then be wrong by far more than the
@@ -838,7 +843,7 @@ def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: flo
     SPLITS times, while they are a proper part of the elements judged. With *terms* (full mode's confirmation
     along columns it could not resolve), an element is unresolved when RESOLVE of its own term |g_i u_i| is
     below the allowance. Returns the restricted u, its elements (flat indices) and the judgement where one
-    disagreed, else None."""
+    disagreed, else None. Into *trail*: each part that agreed, its u and the error its evidence leaves possible."""
     import torch
 
     allowed = float(whole["allowed"])
@@ -863,6 +868,8 @@ def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: flo
                                   "before)", analytic, out))
         if out["verdict"] != J.PASS:
             return part, flagged.nonzero().flatten(), out
+        if trail is not None:
+            trail.append((part.reshape(-1), _consistent(out["judged"])))
         active, allowed = flagged, float(out["allowed"])
     return None
 
@@ -870,8 +877,8 @@ def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: flo
 def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float], vs: list[torch.Tensor],
               grads: tuple[torch.Tensor | None, ...], tol: ToleranceUsed,
               output_alone: Callable[[int], tuple[torch.Tensor | None, ...] | None], evals: list[int],
-              info: Info, seen: dict[int, tuple[torch.Tensor, float, float]] | None = None
-              ) -> list[dict[str, Any]] | None:
+              info: Info, seen: dict[int, tuple[torch.Tensor, float, float]] | None = None,
+              trail: dict[int, list[tuple[torch.Tensor, float]]] | None = None) -> list[dict[str, Any]] | None:
     """Every input moved at once, each along its own direction u_j (the one its own check would use): the
     quick stage's numeric derivative of phi is sum_j vᵀJ_j u_j, 4 evaluations for all inputs instead of 4 per
     input. It only accepts, and only what every input's own check would accept: the disagreement of the sums
@@ -1024,6 +1031,8 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
     if seen is not None:  # every check agreed
         for j, _, u in parts:
             seen[j] = (u.reshape(-1), agreed, 0.0)  # (float64: made so above; several inputs: no floor used)
+            if trail is not None:
+                trail.setdefault(j, []).append((u.reshape(-1), agreed))
     return found
 
 
