@@ -145,8 +145,7 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         width = problem.inputs[j].numel() - (0 if fixed is None else len(fixed))  # the columns of j that move
         # the entries central differences could not resolve to RESOLVE (a band's are never all resolved: see
         # _unresolved_terms); one column of one input is never confirmed again (the confirmation moved it alone)
-        unresolved = _unresolved_terms(problem, j, analytic, banded, tol, vs, min(bases, default=EPS_POWERS["cbrt"]),
-                                       beyond)
+        unresolved = _unresolved_terms(problem, j, analytic, banded, tol, vs, min(bases, default=EPS_POWERS["cbrt"]))
         asked = asked or disagree or beyond or banded is not None or unresolved is not None
         noted = unresolved  # (the same terms: the columns judged by Ridders are set to 0 in it below)
         if width < 2 and len(problem.diff) == 1:
@@ -256,20 +255,18 @@ def _count_unresolved(terms: torch.Tensor | list[float], fixed: torch.Tensor | N
 EPS64 = 2.220446049250313e-16  # float64 machine epsilon, as torch.finfo(torch.float64).eps
 
 
-def _unresolved_entries(size: torch.Tensor, evidence: torch.Tensor, tol: ToleranceUsed, wide: bool = False
-                        ) -> torch.Tensor:
+def _unresolved_entries(size: torch.Tensor, evidence: torch.Tensor, tol: ToleranceUsed) -> torch.Tensor:
     """Entries |J| = *size* worth resolving (above their allowance) whose quick-stage *evidence* is coarser than
-    RESOLVE of them: :func:`_unresolved_terms`' rule; with *wide*, twice their allowance is."""
-    allowance = evidence + tol.atol + tol.rtol * size
-    return (size > allowance) & ((2 * allowance if wide else evidence) >= RESOLVE * size)
+    RESOLVE of them: :func:`_unresolved_terms`' rule."""
+    return (size > evidence + tol.atol + tol.rtol * size) & (evidence > RESOLVE * size)
 
 
 TINY_TERM = 5e-324  # an unresolved entry's term where its output weight is 0 (a non-finite output): not "resolved"
 
 
 def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None],
-                      banded: Band | None, tol: ToleranceUsed, vs: list[torch.Tensor], base: float,
-                      wide: bool = False) -> torch.Tensor | list[float] | None:
+                      banded: Band | None, tol: ToleranceUsed, vs: list[torch.Tensor], base: float
+                      ) -> torch.Tensor | list[float] | None:
     """Per column of input j (flat, float64): the smallest term |v_r J_rc| (output weights *vs*) of an entry the
     quick stage does not resolve to RESOLVE (the default tolerance's promise), what that entry moves a projection
     along v by per unit of u_c; 0 where every entry is resolved; None where every entry of every column is, and
@@ -288,10 +285,7 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
     entries not built) asks the confirmation whatever this says (full()): its two draws agree to STRUCTURE_REL
     of its entries, so a dependence outside it smaller than that (1e-7 beside entries of 1) is taken for zero
     on both sides, and with a tolerance the user set it passed full mode where directional mode and the same
-    function on 15 elements fail it. With *wide* (an entry of j passed beyond the rtol on its bound alone), an
-    entry counts as resolved only where twice its allowance (evidence plus rtol term) is below RESOLVE of it: the
-    difference seen may itself be up to the allowance, and c sin(3x)'s entry -0.295, its evidence 2.93e-9 against
-    1e-8 of it, 2.95e-9, passed a bug of 1e-8 there with nothing said (a reviewer's scan, 3 of 5 seeds)."""
+    function on 15 elements fail it."""
     import torch
 
     x = problem.inputs[j]
@@ -299,7 +293,7 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
         return None
     if (E.LEAN and banded is None and all(o.dtype == torch.float64 for o in problem.outputs)
             and sum(a.numel() for (i, _), a in analytic.items() if i == j and a is not None) <= J.SMALL):
-        return _unresolved_terms_small(problem, j, analytic, tol, vs, base, wide)
+        return _unresolved_terms_small(problem, j, analytic, tol, vs, base)
     terms = torch.full((x.numel(),), math.inf, dtype=torch.float64)
     if banded is not None:
         if banded.analytic is None:
@@ -307,7 +301,7 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
         unit = SAFETY * ROUNDING_ULPS * torch.finfo(problem.outputs[0].dtype).eps
         evidence = unit * problem.f_size(0)[banded.rows] / (base * problem.x_size(j)[banded.cols])
         size = banded.analytic.abs()
-        picked = _unresolved_entries(size, evidence, tol, wide)
+        picked = _unresolved_entries(size, evidence, tol)
         weight = vs[0].reshape(-1).to(torch.float64)[banded.rows].abs()
         terms.scatter_reduce_(0, banded.cols[picked], (weight * size)[picked].clamp_min_(TINY_TERM), reduce="amin")
         return terms.masked_fill_(terms == math.inf, 0.0) if bool(picked.any()) else None
@@ -322,7 +316,7 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
         step = max(1, (1 << 18) // max(1, a.shape[1]))  # rows at a time: a few MB of temporaries, not M x N
         for r in range(0, a.shape[0], step):
             size = a[r:r + step].abs()
-            picked = _unresolved_entries(size, unit * fs[r:r + step] / h, tol, wide)
+            picked = _unresolved_entries(size, unit * fs[r:r + step] / h, tol)
             if bool(picked.any()):
                 terms = torch.minimum(terms, torch.where(picked, (size * weight[r:r + step]).clamp_min_(TINY_TERM),
                                                              math.inf).amin(0))
@@ -332,8 +326,7 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
 
 
 def _unresolved_terms_small(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None],
-                            tol: ToleranceUsed, vs: list[torch.Tensor], base: float, wide: bool = False
-                            ) -> list[float] | None:
+                            tol: ToleranceUsed, vs: list[torch.Tensor], base: float) -> list[float] | None:
     """:func:`_unresolved_terms` for a few float64 entries, in Python floats (a list): the same IEEE operations
     (max(1, |v|) as x_size and f_size, NaN staying NaN as in clamp_min; a NaN entry is never picked)."""
     xs = [max(abs(v), 1.0) for v in problem.inputs[j].detach().reshape(-1).tolist()]
@@ -350,8 +343,7 @@ def _unresolved_terms_small(problem: Problem, j: int, analytic: dict[tuple[int, 
             r, c = divmod(i, width)
             size = abs(value)
             evidence = unit * rows[r] / (base * xs[c])
-            allowance = evidence + tol.atol + tol.rtol * size
-            if size > allowance and (2 * allowance if wide else evidence) >= RESOLVE * size:
+            if size > evidence + tol.atol + tol.rtol * size and evidence > RESOLVE * size:
                 terms[c] = min(terms[c], max(size * weights[r], TINY_TERM))
     if all(t == math.inf for t in terms):
         return None
