@@ -680,7 +680,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                 f"{', '.join(where)}{more}) hold Jacobian entries of which neither central differences nor the "
                 "directional confirmation resolve 1e-8 (the outputs' own rounding at usable steps, or the "
                 "projection's allowance, is larger): they agree within the allowance, but a backward off there by "
-                "1e-8 may pass")
+                "1e-8, or by more, may pass")
             info["notes"] = problem.notes
             return count
 
