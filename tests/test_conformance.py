@@ -1901,6 +1901,88 @@ def test_an_entry_no_evidence_resolves_to_1e8_is_named_in_the_record():
     assert res.verdict == "pass" and not [n for n in res.info.get("notes", []) if "resolve 1e-8" in n]
 
 
+#: a reviewer's point (thirteenth session): sin(3 x) on 20 elements, one of them scaled by 1e-3
+_HAIR_X = [-0.393615, -1.82768, 0.632421, 1.989597, -1.69398, -1.813783, 1.771567, 0.300885, 0.556403, 0.582704,
+           -1.320829, -1.463298, 0.562591, -1.519104, 0.257833, -1.092645, -1.594333, -0.280449, 1.729148, -0.750226]
+
+
+@pytest.mark.parametrize("at", [8, 16])
+def test_an_entry_resolved_by_a_hair_is_resolved_by_its_difference_too(at):
+    """y = c sin(3x) (c = 1 but 1e-3 at element 2): element 8's entry, 3 cos(3 x8) = -0.2948, has the evidence
+    term 80 eps max(1, |f|) / h = 2.93e-9 (h = 6.06e-6) against 1e-8 of it, 2.95e-9; element 16's, 0.2117 at
+    x = -1.594, 1.84e-9 against 2.12e-9. Each counted as resolved by central differences, but a backward off there
+    by 1e-8 moves the entry by about its allowance (the evidence term plus 1e-10 of it), and at seeds 0, 2 and 3
+    it passed, silently. An accepted entry's difference now counts with its evidence: the bug's own difference
+    leaves it unresolved, the projection along it disagrees, and Ridders locates it. The right backward passes
+    with 14 evaluations at every seed, as before."""
+    c = torch.ones(20, dtype=F64)
+    c[2] = 1e-3
+    forward, derivative = (lambda x: c * torch.sin(3 * x)), (lambda x: 3 * c * torch.cos(3 * x))
+    x = torch.tensor(_HAIR_X, dtype=F64, requires_grad=True)
+    for seed in (0, 2, 3):
+        res = ga.check(_hand_written(forward, derivative, 1e-8, at=at), (x,), mode="full", seed=seed)
+        assert res.verdict == "fail" and _located(res) == {(at,)}, (seed, res)
+        right = ga.check(_hand_written(forward, derivative), (x,), mode="full", seed=seed)
+        assert right.verdict == "pass" and right.info["evaluations"] == 14, (seed, right)
+
+
+def _element_off(fn, off, at):
+    """*fn* with torch's own backward (any output shape), the gradient of input element *at* times 1 + *off*."""
+    class Planted(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return fn(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            with torch.enable_grad():
+                y = x.detach().requires_grad_(True)
+                (d,) = torch.autograd.grad(fn(y), y, g)
+            d = d.detach().clone()
+            d[at] *= 1 + off
+            return d
+
+    return Planted.apply
+
+
+def test_a_term_near_a_higher_derivatives_singularity_is_resolved_only_beyond_the_projections_truncation():
+    """y = c |x|^1.5 elementwise with element 4 at 0.01 (a reviewer's family, thirteenth session). The whole
+    confirmation's Richardson moves that element by 2.3e-4: its own term's remainder, h^4 f^(5) / 30 with
+    f^(5) = -1.4e7 there, is about 3e-10, while the estimate from D(h) - D(2h) (numeric.truncation's geometric
+    model, for the whole sum) was 3e-12. The column counted as resolved by that projection, and at seed 1 a bug of
+    1e-8 there passed silently (its 3.5e-10 in the projection cancelled by the truncation). A term now counts as
+    resolved only where RESOLVE of it also exceeds CURVE_MARGIN (5) times the projection's truncation taken for
+    its own (directional.resolves; 4.5 times the model for x^1.5): the projection along it is made, and the bug
+    fails, located. The right backward passes at every seed."""
+    c = torch.tensor([1.0, 0.01, 1.0, 0.001, 1.0, 1.0, 1.0, 0.001], dtype=F64)
+    x = torch.tensor([-0.8129, 1.0417, -0.8046, 1.7051, 0.01, -0.3915, 0.9693, 1.6621], dtype=F64, requires_grad=True)
+    fn = lambda x: c * x.abs() ** 1.5  # noqa: E731
+    for seed in range(4):
+        res = ga.check(_element_off(fn, 1e-8, 4), (x,), mode="full", seed=seed)
+        assert res.verdict == "fail" and _located(res) == {(4,)}, (seed, res)
+        assert ga.check(_element_off(fn, 0.0, 4), (x,), mode="full", seed=seed).verdict == "pass", seed
+
+
+def test_a_column_whose_weighted_entries_cancel_is_resolved_by_their_sum():
+    """[sum(c x^2), sum(c sin x)] (c = 1 but 0.01 at element 4): column 0's entries, 2 x0 and cos x0, weighted by
+    the output weights, partly cancel, and a backward scaling that column's gradient by 1 + 1e-8 moves a
+    projection by 1e-8 of their sum, less than of either. The column counted as resolved by the whole
+    confirmation through its smaller entry's term, and at seed 1 the bug passed silently. A column's term is now
+    no larger than the sum of its unresolved entries' terms (full._with_sums): the bug fails, located at
+    element 0, at every seed; the right backward passes (where the sum cancels beyond any projection's
+    resolution the record says so)."""
+    c = torch.ones(8, dtype=F64)
+    c[4] = 0.01
+    x = torch.tensor([-1.193, -1.8337, 1.9701, 1.0609, 1.0231, 1.9497, 1.0293, 0.2101], dtype=F64, requires_grad=True)
+    fn = lambda x: torch.stack([(c * x * x).sum(), (c * torch.sin(x)).sum()])  # noqa: E731
+    for seed in range(4):
+        res = ga.check(_element_off(fn, 1e-8, 0), (x,), mode="full", seed=seed)
+        assert res.verdict == "fail" and _located(res) == {(0,)}, (seed, res)
+        assert ga.check(_element_off(fn, 0.0, 0), (x,), mode="full", seed=seed).verdict == "pass", seed
+
+
 def _sine_beside_line(n, b, w, a, off):
     """y_i = b sin(w x_i) on n elements and a x_n on one more (its entry a, unresolved by central differences
     beside the sines' b w cos(w x)), the backward off by a relative *off* at that last entry only."""

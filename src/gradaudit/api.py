@@ -539,7 +539,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
     """Every piece of evidence, judged: the records (one per input and method) and their findings."""
     import torch
 
-    from .directional import directional
+    from .directional import directional, resolves
     from .full import full
 
     gen = _generator(seed, "weights")
@@ -592,8 +592,9 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
     elif mode == "full":
         confirmed: dict[int, Findings] = {}
         # per input: u, the error its agreeing evidence allows, and the outputs' own rounding in it
-        views: dict[int, tuple[torch.Tensor, float, float]] = {}
-        trail: dict[int, list[tuple[torch.Tensor, float]]] = {}  # every agreeing projection's u and that error
+        views: dict[int, tuple[torch.Tensor, float, float, float]] = {}
+        # every agreeing projection's u, that error and its truncation (directional._curve)
+        trail: dict[int, list[tuple[torch.Tensor, float, float]]] = {}
 
         def confirm(j: int) -> bool:  # the directional confirmation, run only where full mode needs it
             if not confirmed:
@@ -628,17 +629,17 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
             if view is None:  # (no projection of j agreed: every column central differences left unresolved)
                 pick = torch.tensor([t > 0 for t in terms]) if isinstance(terms, list) else terms.reshape(-1) > 0
             else:
-                u, possible, floor = view
+                u, possible, floor, curve = view
                 sizes = problem.x_size(j)  # max(1, |x_c|): the most a projection moves column c (u_c alone)
                 if isinstance(terms, list):  # a few columns: in Python floats, the same IEEE products
                     us = u.tolist()
-                    picked = [t > 0 and t * abs(c) * RESOLVE <= possible for t, c in zip(terms, us)]
+                    picked = [t > 0 and not resolves(t * abs(c), possible, curve) for t, c in zip(terms, us)]
                     count, moved = sum(picked), sum(c != 0 for c in us)
                     hopeless = dense and not any(p and t * s * RESOLVE > 0.5 * floor
                                                  for p, t, s in zip(picked, terms, sizes.tolist()))
                 else:
                     flat = terms.reshape(-1)
-                    pick = (flat > 0) & (flat * u.abs() * RESOLVE <= possible)
+                    pick = (flat > 0) & ~resolves(flat * u.abs(), possible, curve)
                     count, moved = int(pick.sum()), int((u != 0).sum())
                     hopeless = dense and not bool((pick & (flat * sizes * RESOLVE > 0.5 * floor)).any())
                 if not count or hopeless or (count == moved and len(problem.diff) == 1):
@@ -666,8 +667,8 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
             How many; with *say*, the record names them."""
             t = torch.tensor(terms, dtype=torch.float64) if isinstance(terms, list) else terms.reshape(-1)
             open_ = t > 0
-            for u, possible in trail.get(j, []):
-                open_ &= ~(t * u.abs() * RESOLVE > possible)
+            for u, possible, curve in trail.get(j, []):
+                open_ &= ~resolves(t * u.abs(), possible, curve)
             count = int(open_.sum())
             if not count or not say:
                 return count

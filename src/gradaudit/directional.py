@@ -43,6 +43,12 @@ RIDDERS_COLUMNS = 4  # from h0 = 1e-2 * scale: extrapolation error far below rou
 QUICK_STEP = 7e-4  # about eps^(1/5): Richardson's best step in float64 (BENCH_ANCHORS, section 4)
 HALVINGS = 4  # the quick stage's steps halved at most this many times (worth_halving) before Ridders
 SPLIT = 1e-6  # a projection resolves an element when its allowance is at most this fraction of the element's term
+#: how far the remainder of Richardson's extrapolation may exceed numeric.truncation's geometric model where one
+#: term's own curvature is at issue (:func:`resolves`): for a term g(t) = (r + t)^p near its singularity, with
+#: D(h) = g' (1 + a1 s + a2 s^2 + ...), s = (h / r)^2, the remainder is 4 |a2| s^2 |g'| and the model 4 a1^2 s^2 |g'|:
+#: a2 / a1^2 is 1.8 for log, 3.5 for sqrt, 4.5 for |x|^1.5 (the reviewer's holes: a margin of 3 left one, 5 none; 10,
+#: SAFETY, made 11 more bugs the code failed pass with the note). It is unbounded as p nears 1 or 2 (a1 -> 0)
+CURVE_MARGIN = 5.0
 SPLITS = 8  # elements a projection cannot resolve are judged again on their own, at most this many times
 LOCATE = 32  # bisection locates at most this many elements per input; the count then says "at least"
 EPS64 = 2.220446049250313e-16
@@ -341,6 +347,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                               "evaluations": quick.evaluations, "rounding_floor": floor}
     if stage.judged is not None and settled(stage, quick.trunc):
         judged = stage.judged
+        result["curve"] = quick.trunc * abs(quick.value)
     elif split_early and math.isfinite(quick.trunc) and stage.diff > stage.allowed + 16 * quick.trunc:
         return {**result, "verdict": None}
     else:
@@ -443,6 +450,22 @@ def _consistent(judged: J.Judged) -> float:
     error in one term larger than this would have shown (barring errors in other terms, or an underestimated
     truncation, that cancel it); a 1e-8 error of a term below it might not."""
     return float(judged.diff) + _allowed(judged)
+
+
+def _curve(out: dict[str, Any]) -> float:
+    """A passing projection's truncation estimate times |vᵀJu|: 4 delta^2 / 9 for Richardson's D(h) - D(2h) = delta
+    (:func:`numeric.truncation`), 0 where Ridders decided. Its model takes the curvature for the whole sum's; where it
+    is one term's (t, an element of (|x|^1.5) 0.01 from its kink among others of order one), the error in that term
+    is 4 delta^2 / (9 t), this over t: a term t is resolved only where RESOLVE t exceeds the error possible
+    (:func:`_consistent`) plus CURVE_MARGIN times that (:func:`resolves`)."""
+    return float(out.get("curve", 0.0))
+
+
+def resolves(term: Any, possible: float, curve: float) -> Any:
+    """Whether a projection whose evidence leaves *possible* error and the truncation *curve* (:func:`_curve`)
+    resolves RESOLVE of a term |v_r J_rc u_c| = *term* (a float or a tensor): term (RESOLVE term - possible) >
+    CURVE_MARGIN curve (a term of 0 is never resolved)."""
+    return term * (term * RESOLVE - possible) > CURVE_MARGIN * curve
 
 
 def _unresolved(judged: J.Judged, err: float, value: float, tol: ToleranceUsed, precision: str) -> bool:
@@ -638,8 +661,8 @@ def _projected(tol: ToleranceUsed, u: torch.Tensor, vs: list[torch.Tensor]) -> T
 def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info, *, vs: list[torch.Tensor],
                 grads: tuple[torch.Tensor | None, ...], localize: bool = True,
                 only: tuple[int, torch.Tensor, str] | None = None,
-                seen: dict[int, tuple[torch.Tensor, float, float]] | None = None,
-                trail: dict[int, list[tuple[torch.Tensor, float]]] | None = None) -> dict[int, Findings]:
+                seen: dict[int, tuple[torch.Tensor, float, float, float]] | None = None,
+                trail: dict[int, list[tuple[torch.Tensor, float, float]]] | None = None) -> dict[int, Findings]:
     """Judge vᵀJ_j u_j against the numeric derivative along u_j per input; localize disagreements by
     bisection (when *localize*). *vs* are the output weights, *grads* vᵀJ at these inputs. With *only*
     (j, still, which): input j alone, its elements where *still* is True left where they are (u is 0 there, as
@@ -647,8 +670,9 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
     *seen*, for each input whose projection agreed: its direction u_j (flat, float64), the largest error of
     vᵀJ_j u_j its evidence leaves possible (:func:`_consistent`; for full mode, which confirms again the columns
     whose 1e-8 that does not exclude) and the outputs' own rounding in its bound (judge_along's
-    "rounding_floor"). Into *trail*, for each input, every projection that agreed (a split's parts too): its u and
-    that possible error, from which full mode says which entries no evidence resolved to 1e-8."""
+    "rounding_floor") and its truncation (:func:`_curve`). Into *trail*, for each input, every projection that agreed
+    (a split's parts too): its u, that possible error and truncation, from which full mode says which entries no
+    evidence resolved to 1e-8."""
     import torch
 
     evals = [0]
@@ -777,9 +801,10 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
                 u, index, out = split
         if out["verdict"] == J.PASS:
             if seen is not None:  # the whole projection's (elements a split judged again were resolved finer)
-                seen[j] = (u.reshape(-1), _consistent(out["judged"]), out.get("rounding_floor", 0.0))  # (float64 u)
+                seen[j] = (u.reshape(-1), _consistent(out["judged"]), out.get("rounding_floor", 0.0),  # (float64 u)
+                           _curve(out))
             if trail is not None:
-                trail.setdefault(j, []).append((u.reshape(-1), _consistent(out["judged"])))
+                trail.setdefault(j, []).append((u.reshape(-1), _consistent(out["judged"]), _curve(out)))
             # each output alone: a backward may mishandle one output's gradient (not along a part of an input, for
             # full mode, whose confirmation before it judged each output alone)
             if memo is not None and only is None:
@@ -810,22 +835,24 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
 def _entry(name: str, analytic: float, out: dict[str, Any]) -> dict[str, Any]:
     """One directional comparison as info["directional"] lists it."""
     return {"input": name, "autograd": analytic,
-            **{k: v for k, v in out.items() if k not in ("judged", "observed", "verdict", "reason", "rounding_floor")},
+            **{k: v for k, v in out.items()
+               if k not in ("judged", "observed", "verdict", "reason", "rounding_floor", "curve")},
             "verdict": J.NAMES[out["verdict"]],
             "reason": J.reason_text(out["reason"], analytic, out["numeric"], out.get("slopes"))}
 
 
 def _unresolved_elements(g: torch.Tensor, sizes: torch.Tensor, norm: float, allowed: float,
-                         active: torch.Tensor, u: torch.Tensor | None = None) -> torch.Tensor:
+                         active: torch.Tensor, u: torch.Tensor | None = None, curve: float = 0.0) -> torch.Tensor:
     """The elements (flat, among *active*) that a projection with allowance *allowed* cannot resolve to
     SPLIT of their typical term max(|g_i| max(1, |x_i|), 1) / |r| (u_i = r_i max(1, |x_i|) / |r|, r uniform
     in [-1, 1]; with output weights of order one, 1 / max(1, |x_i|) is the natural size of a gradient, so an
     element whose gradient is near zero is measured against that). With *u* (full mode's confirmation along
     the columns central differences could not resolve, whose promise is RESOLVE of each entry): those whose
-    own term |g_i u_i|, not zero, is below allowed / RESOLVE."""
+    own term |g_i u_i|, not zero, is below allowed / RESOLVE, or that with the projection's truncation *curve*
+    taken for the term's own (:func:`resolves`)."""
     if u is not None:
         term = (g.reshape(-1) * u.reshape(-1)).abs()
-        return active & (term > 0) & (term * RESOLVE < allowed)
+        return active & (term > 0) & ((term * RESOLVE < allowed) | ~resolves(term, 0.0, curve))
     typical = (g.reshape(-1).abs() * sizes.reshape(-1)).clamp_min_(1.0).div_(norm)
     return active & (typical * SPLIT < allowed)
 
@@ -833,7 +860,7 @@ def _unresolved_elements(g: torch.Tensor, sizes: torch.Tensor, norm: float, allo
 def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: float, sizes: torch.Tensor,
            seen: torch.Tensor, phi_for: Callable[..., Batched], tol: ToleranceUsed, vs: list[torch.Tensor],
            whole: dict[str, Any], comparisons: list[dict[str, Any]], terms: bool = False,
-           trail: list[tuple[torch.Tensor, float]] | None = None
+           trail: list[tuple[torch.Tensor, float, float]] | None = None
            ) -> tuple[torch.Tensor, torch.Tensor, dict[str, Any]] | None:
     """A passing projection vᵀJu is a sum; its allowance (rtol of the sum plus the evidence's bound) can
     exceed what an element with a small term contributes, which may then be wrong by far more than the
@@ -846,13 +873,13 @@ def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: flo
     disagreed, else None. Into *trail*: each part that agreed, its u and the error its evidence leaves possible."""
     import torch
 
-    allowed = float(whole["allowed"])
+    allowed, curve = float(whole["allowed"]), _curve(whole)
     if not terms and SPLIT / norm >= allowed:  # every element's typical term is at least 1 / norm: none is unresolved
         return None
     active = u.reshape(-1) != 0
     name = problem.names[j]
     for _ in range(SPLITS):
-        flagged = _unresolved_elements(g, sizes, norm, allowed, active, u if terms else None)
+        flagged = _unresolved_elements(g, sizes, norm, allowed, active, u if terms else None, curve)
         count = int(flagged.sum())
         if not count or count == int(active.sum()):
             return None
@@ -869,16 +896,16 @@ def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: flo
         if out["verdict"] != J.PASS:
             return part, flagged.nonzero().flatten(), out
         if trail is not None:
-            trail.append((part.reshape(-1), _consistent(out["judged"])))
-        active, allowed = flagged, float(out["allowed"])
+            trail.append((part.reshape(-1), _consistent(out["judged"]), _curve(out)))
+        active, allowed, curve = flagged, float(out["allowed"]), _curve(out)
     return None
 
 
 def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float], vs: list[torch.Tensor],
               grads: tuple[torch.Tensor | None, ...], tol: ToleranceUsed,
               output_alone: Callable[[int], tuple[torch.Tensor | None, ...] | None], evals: list[int],
-              info: Info, seen: dict[int, tuple[torch.Tensor, float, float]] | None = None,
-              trail: dict[int, list[tuple[torch.Tensor, float]]] | None = None) -> list[dict[str, Any]] | None:
+              info: Info, seen: dict[int, tuple[torch.Tensor, float, float, float]] | None = None,
+              trail: dict[int, list[tuple[torch.Tensor, float, float]]] | None = None) -> list[dict[str, Any]] | None:
     """Every input moved at once, each along its own direction u_j (the one its own check would use): the
     quick stage's numeric derivative of phi is sum_j vᵀJ_j u_j, 4 evaluations for all inputs instead of 4 per
     input. It only accepts, and only what every input's own check would accept: the disagreement of the sums
@@ -972,7 +999,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
 
     names = ", ".join(problem.names[j] for j, _, _ in parts)
     found = []
-    agreed = 0.0  # the largest error of the sum the evidence leaves possible
+    agreed = curve = 0.0  # the largest error of the sum the evidence leaves possible, and its truncation (_curve)
     checks: list[tuple[int | None, list[torch.Tensor], tuple[torch.Tensor | None, ...] | None]] = [(None, vs, grads)]
     if len(problem.outputs) > 1:  # and each output alone, as _per_output does
         checks += [(k, [v if i == k else torch.zeros_like(v) for i, v in enumerate(vs)], None)
@@ -1023,16 +1050,16 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
                 if bool(_unresolved_elements(g.detach().to(torch.float64), _sizes(x), norm, allowed,
                                              u.reshape(-1) != 0).any()):
                     return None
-            agreed = allowed + abs(total - numeric)
+            agreed, curve = allowed + abs(total - numeric), quick.trunc * abs(numeric)
             found.append({"input": f"{names} (together)", "autograd": total, "numeric": numeric, "error_bound": err,
                           "scheme": f"{_scheme(quick)}, every input along its own u at once",
                           "evaluations": quick.evaluations,
                           "allowed": allowed, "verdict": "pass", "reason": J.reason_text(J.OK, total, numeric, None)})
     if seen is not None:  # every check agreed
         for j, _, u in parts:
-            seen[j] = (u.reshape(-1), agreed, 0.0)  # (float64: made so above; several inputs: no floor used)
+            seen[j] = (u.reshape(-1), agreed, 0.0, curve)  # (float64: made so above; several inputs: no floor used)
             if trail is not None:
-                trail.setdefault(j, []).append((u.reshape(-1), agreed))
+                trail.setdefault(j, []).append((u.reshape(-1), agreed, curve))
     return found
 
 

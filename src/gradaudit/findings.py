@@ -90,6 +90,9 @@ class Findings:
     held: torch.Tensor | None = None  # flat input elements that are not finite: held fixed, never judged
     not_checked: str = ""  # what the report says of them
     beyond: bool = False  # a quick stage accepted an entry beyond the tolerance, on its bound alone (full._beyond)
+    # entries a quick stage accepted with a difference above SEEN RESOLVE of them: per chunk, the output and the
+    # flat rows, columns, differences and autograd's entries (full._seen; full._unresolved_terms reads them)
+    seen: list[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = field(default_factory=list)
 
     def location(self, output: int | None, row: int, col: int) -> Location:
         element = unravel(col, self.shape) if col >= 0 else None

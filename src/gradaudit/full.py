@@ -145,7 +145,8 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         width = problem.inputs[j].numel() - (0 if fixed is None else len(fixed))  # the columns of j that move
         # the entries central differences could not resolve to RESOLVE (a band's are never all resolved: see
         # _unresolved_terms); one column of one input is never confirmed again (the confirmation moved it alone)
-        unresolved = _unresolved_terms(problem, j, analytic, banded, tol, vs, min(bases, default=EPS_POWERS["cbrt"]))
+        unresolved = _unresolved_terms(problem, j, analytic, banded, tol, vs, min(bases, default=EPS_POWERS["cbrt"]),
+                                       found[j].seen)
         asked = asked or disagree or beyond or banded is not None or unresolved is not None
         noted = unresolved  # (the same terms: the columns judged by Ridders are set to 0 in it below)
         if width < 2 and len(problem.diff) == 1:
@@ -262,10 +263,47 @@ def _unresolved_entries(size: torch.Tensor, evidence: torch.Tensor, tol: Toleran
 
 
 TINY_TERM = 5e-324  # an unresolved entry's term where its output weight is 0 (a non-finite output): not "resolved"
+#: an accepted entry whose difference is below this fraction of RESOLVE of it is not kept in found.seen: where the
+#: evidence's allowance resolves RESOLVE of it, the backward there is known to within its difference plus the
+#: evidence's own bound, (SEEN + 1 / SAFETY) RESOLVE of it, inside the promise
+SEEN = 0.1
+
+
+def _seen(found: Findings, k: int, rows: torch.Tensor, cols: torch.Tensor, diff: torch.Tensor,
+          obs: torch.Tensor) -> None:
+    """Keep in found.seen the entries of a block a quick stage accepted (flat *rows* and *cols*, broadcasting with
+    *diff*; *obs* autograd's entries) whose difference is above SEEN RESOLVE of them, for :func:`_unresolved_terms`."""
+    import torch
+
+    shape = diff.shape
+    entry = obs.detach().to(torch.float64).expand(shape)
+    keep = diff > (SEEN * RESOLVE) * entry.abs()
+    if bool(keep.any()):
+        found.seen.append((k, rows.expand(shape)[keep], cols.expand(shape)[keep], diff[keep], entry[keep]))
+
+
+def _seen_values(found: Findings, k: int, diffs: list[float], obs: torch.Tensor | None, at: list[int],
+                 clean: list[int] | None = None) -> None:
+    """:func:`_seen` for a block judged in Python floats: *diffs* row-major over the columns *at* (*obs*,
+    autograd's block, the same shape, None for zeros), only the columns at positions *clean* (all: None)."""
+    import torch
+
+    if obs is None:
+        return  # no entry of autograd's to resolve
+    limit = SEEN * RESOLVE
+    w = len(at)
+    entries = obs.detach().reshape(-1).tolist()
+    ok = None if clean is None else set(clean)
+    chosen = [i for i, (d, e) in enumerate(zip(diffs, entries)) if d > limit * abs(e) and (ok is None or i % w in ok)]
+    if chosen:
+        found.seen.append((k, torch.tensor([i // w for i in chosen]), torch.tensor([at[i % w] for i in chosen]),
+                           torch.tensor([diffs[i] for i in chosen], dtype=torch.float64),
+                           torch.tensor([entries[i] for i in chosen], dtype=torch.float64)))
 
 
 def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None],
-                      banded: Band | None, tol: ToleranceUsed, vs: list[torch.Tensor], base: float
+                      banded: Band | None, tol: ToleranceUsed, vs: list[torch.Tensor], base: float,
+                      seen: list[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] | None = None
                       ) -> torch.Tensor | list[float] | None:
     """Per column of input j (flat, float64): the smallest term |v_r J_rc| (output weights *vs*) of an entry the
     quick stage does not resolve to RESOLVE (the default tolerance's promise), what that entry moves a projection
@@ -285,69 +323,114 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
     entries not built) asks the confirmation whatever this says (full()): its two draws agree to STRUCTURE_REL
     of its entries, so a dependence outside it smaller than that (1e-7 beside entries of 1) is taken for zero
     on both sides, and with a tolerance the user set it passed full mode where directional mode and the same
-    function on 15 elements fail it."""
+    function on 15 elements fail it.
+
+    The evidence term is what the allowance of a right backward's entry is; the entry a backward off there by
+    RESOLVE moves by that much, less the evidence's own error, so at the edge (c sin(3x): evidence 2.93e-9 against
+    RESOLVE |J| = 2.95e-9) a bug of 1e-8 passed. Where a quick stage accepted an entry with a difference *d*
+    (*seen*: found.seen, those above SEEN RESOLVE of it), the backward is known there only to within d plus the
+    evidence: the entry is unresolved where evidence + d exceeds RESOLVE |J_rc| (as the projections' own rule,
+    directional._consistent, adds their disagreement)."""
     import torch
 
     x = problem.inputs[j]
     if not tol.default or x.dtype != torch.float64:
         return None
+    seen = seen or []
     if (E.LEAN and banded is None and all(o.dtype == torch.float64 for o in problem.outputs)
             and sum(a.numel() for (i, _), a in analytic.items() if i == j and a is not None) <= J.SMALL):
-        return _unresolved_terms_small(problem, j, analytic, tol, vs, base)
+        return _unresolved_terms_small(problem, j, analytic, tol, vs, base, seen)
     terms = torch.full((x.numel(),), math.inf, dtype=torch.float64)
+    sums = torch.zeros(x.numel(), dtype=torch.float64)  # per column, the sum of its unresolved entries' v_r J_rc
+    x_size = problem.x_size(j).reshape(-1)
+    for k, rows, cols, diff, entry in seen:  # entries resolved but for their difference
+        out = problem.outputs[k]
+        unit = SAFETY * ROUNDING_ULPS * torch.finfo(out.dtype).eps
+        evidence = unit * problem.f_size(k).reshape(-1)[rows] / (base * x_size[cols])
+        size = entry.abs()
+        picked = ((size > evidence + tol.atol + tol.rtol * size) & ~(evidence > RESOLVE * size)
+                  & (evidence + diff > RESOLVE * size))
+        term = vs[k].reshape(-1).to(torch.float64)[rows] * entry
+        terms.scatter_reduce_(0, cols[picked], term[picked].abs().clamp_min_(TINY_TERM), reduce="amin")
+        sums.index_add_(0, cols[picked], term[picked])
     if banded is not None:
         if banded.analytic is None:
             return None
         unit = SAFETY * ROUNDING_ULPS * torch.finfo(problem.outputs[0].dtype).eps
         evidence = unit * problem.f_size(0)[banded.rows] / (base * problem.x_size(j)[banded.cols])
-        size = banded.analytic.abs()
-        picked = _unresolved_entries(size, evidence, tol)
-        weight = vs[0].reshape(-1).to(torch.float64)[banded.rows].abs()
-        terms.scatter_reduce_(0, banded.cols[picked], (weight * size)[picked].clamp_min_(TINY_TERM), reduce="amin")
-        return terms.masked_fill_(terms == math.inf, 0.0) if bool(picked.any()) else None
+        picked = _unresolved_entries(banded.analytic.abs(), evidence, tol)
+        term = vs[0].reshape(-1).to(torch.float64)[banded.rows] * banded.analytic
+        terms.scatter_reduce_(0, banded.cols[picked], term[picked].abs().clamp_min_(TINY_TERM), reduce="amin")
+        sums.index_add_(0, banded.cols[picked], term[picked])
+        return _with_sums(terms, sums)
     h = base * problem.x_size(j).reshape(1, -1)
     for k, out in enumerate(problem.outputs):
         a = analytic.get((j, k))
         if a is None or not a.numel() or not out.is_floating_point():
             continue
         fs = problem.f_size(k).reshape(-1, 1)
-        weight = vs[k].reshape(-1, 1).to(torch.float64).abs()
+        weight = vs[k].reshape(-1, 1).to(torch.float64)
         unit = SAFETY * ROUNDING_ULPS * torch.finfo(out.dtype).eps
         step = max(1, (1 << 18) // max(1, a.shape[1]))  # rows at a time: a few MB of temporaries, not M x N
         for r in range(0, a.shape[0], step):
             size = a[r:r + step].abs()
             picked = _unresolved_entries(size, unit * fs[r:r + step] / h, tol)
             if bool(picked.any()):
-                terms = torch.minimum(terms, torch.where(picked, (size * weight[r:r + step]).clamp_min_(TINY_TERM),
-                                                             math.inf).amin(0))
-    if not bool((terms < math.inf).any()):
+                term = torch.where(picked, a[r:r + step] * weight[r:r + step], 0.0)
+                terms = torch.minimum(terms, torch.where(picked, term.abs().clamp_min_(TINY_TERM), math.inf).amin(0))
+                sums.add_(term.sum(0))
+    return _with_sums(terms, sums)
+
+
+def _with_sums(terms: torch.Tensor, sums: torch.Tensor) -> torch.Tensor | None:
+    """The terms of :func:`_unresolved_terms`, each no larger than |the sum of its column's unresolved terms|, what a
+    backward scaling that column's gradient by 1 + RESOLVE moves a projection by per unit of u_c (with several
+    outputs they may cancel: cat of sum(x^2) and sum(sin x), whose entries 2 x0 and cos x0, weighted, nearly
+    cancel; a bug of 1e-8 at element 0 moved the confirmation by less than each term, and passed); 0 where every
+    entry is resolved; None where every entry of every column is."""
+    import torch
+
+    some = terms < math.inf
+    if not bool(some.any()):
         return None
-    return terms.masked_fill_(terms == math.inf, 0.0)
+    terms = torch.where(some, torch.minimum(terms, sums.abs().clamp_min_(TINY_TERM)), terms)
+    return terms.masked_fill_(~some, 0.0)
 
 
 def _unresolved_terms_small(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None],
-                            tol: ToleranceUsed, vs: list[torch.Tensor], base: float) -> list[float] | None:
+                            tol: ToleranceUsed, vs: list[torch.Tensor], base: float,
+                            seen: list[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]
+                            ) -> list[float] | None:
     """:func:`_unresolved_terms` for a few float64 entries, in Python floats (a list): the same IEEE operations
-    (max(1, |v|) as x_size and f_size, NaN staying NaN as in clamp_min; a NaN entry is never picked)."""
+    (max(1, |v|) as x_size and f_size, NaN staying NaN as in clamp_min; a NaN entry is never picked), but for the
+    order in which a column's terms are summed (:func:`_with_sums`; rows in order here)."""
     xs = [max(abs(v), 1.0) for v in problem.inputs[j].detach().reshape(-1).tolist()]
     width = len(xs)
     terms = [math.inf] * width
     unit = SAFETY * ROUNDING_ULPS * EPS64
+    sums = [0.0] * width
+    differences: dict[tuple[int, int], float] = {}  # (output, flat entry): the difference a quick stage accepted
+    for k, rows_t, cols_t, diff, _ in seen:
+        for r, c, d in zip(rows_t.tolist(), cols_t.tolist(), diff.tolist()):
+            differences[k, r * width + c] = d
     for k, out in enumerate(problem.outputs):
         a = analytic.get((j, k))
         if a is None or not a.numel():
             continue
         rows = [max(abs(f), 1.0) for f in out.reshape(-1).tolist()]
-        weights = [abs(w) for w in vs[k].reshape(-1).tolist()]
+        weights = vs[k].reshape(-1).tolist()
         for i, value in enumerate(a.reshape(-1).tolist()):
             r, c = divmod(i, width)
             size = abs(value)
             evidence = unit * rows[r] / (base * xs[c])
-            if size > evidence + tol.atol + tol.rtol * size and evidence > RESOLVE * size:
-                terms[c] = min(terms[c], max(size * weights[r], TINY_TERM))
+            seen_diff = differences.get((k, i), 0.0)
+            if size > evidence + tol.atol + tol.rtol * size and evidence + seen_diff > RESOLVE * size:
+                term = value * weights[r]
+                terms[c] = min(terms[c], max(abs(term), TINY_TERM))
+                sums[c] += term
     if all(t == math.inf for t in terms):
         return None
-    return [0.0 if t == math.inf else t for t in terms]
+    return [0.0 if t == math.inf else min(t, max(abs(total), TINY_TERM)) for t, total in zip(terms, sums)]
 
 
 @dataclass
@@ -766,6 +849,8 @@ def _quick_tiny(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.
         cols = list(range(n))
         for k, (diffs, num) in enumerate(zip(judged, numeric)):
             found.beyond = found.beyond or _beyond_values(diffs, num, per_output[k], tol)  # type: ignore[arg-type]
+            if tol.default:
+                _seen_values(found, k, diffs, analytic.get((j, k)), cols)  # type: ignore[arg-type]
             found.add_passed_values(diffs, num, n, k, cols)  # type: ignore[arg-type]  # none is None here
         return True
     return ([torch.tensor(num, dtype=torch.float64).reshape(o.numel(), n) for num, o in zip(numeric, outs)],
@@ -818,6 +903,8 @@ def _count(cols: torch.Tensor, blocks: list[tuple[int, torch.Tensor, torch.Tenso
     for k, obs, ref, judged in blocks:
         if isinstance(judged, tuple):
             _, diffs, refs, bounds = judged
+            if quick and tol.default:
+                _seen_values(found, k, diffs, obs, at, clean if some else None)
             if not some:
                 found.beyond = found.beyond or quick and _beyond_values(diffs, refs, bounds, tol)
                 found.add_passed_values(diffs, refs, w, k, at)
@@ -831,10 +918,14 @@ def _count(cols: torch.Tensor, blocks: list[tuple[int, torch.Tensor, torch.Tenso
         rows_t = torch.arange(ref.shape[0]).reshape(-1, 1)
         if mask is None:
             found.beyond = found.beyond or quick and _beyond(judged, tol)
+            if quick and tol.default:
+                _seen(found, k, rows_t, cols.reshape(1, -1), judged.diff.expand(judged.verdict.shape), obs)
             found.add(judged, obs, ref, output=k, rows=rows_t, cols=cols.reshape(1, -1))
         else:
             part = judged.columns(mask)
             found.beyond = found.beyond or quick and _beyond(part, tol)
+            if quick and tol.default:
+                _seen(found, k, rows_t, cols[mask].reshape(1, -1), part.diff.expand(part.verdict.shape), obs[:, mask])
             found.add(part, obs[:, mask], ref[:, mask], output=k, rows=rows_t, cols=cols[mask].reshape(1, -1))
 
 
@@ -1022,10 +1113,15 @@ def _quick_band(problem: Problem, j: int, band: Band, tol: ToleranceUsed, found:
     suspect = found.unheld(torch.unique(band.cols[bad]))
     if not len(suspect):
         found.beyond = found.beyond or _beyond(judged, tol)
+        if tol.default:
+            _seen(found, 0, band.rows, band.cols, judged.diff.expand(judged.verdict.shape), obs)
         kept = found.add(judged, obs, band.numeric, output=0, rows=band.rows, cols=band.cols)
     else:
         clean = ~torch.isin(band.cols, suspect)
         found.beyond = found.beyond or _beyond(judged.take(clean), tol)
+        if tol.default:
+            _seen(found, 0, band.rows[clean], band.cols[clean], judged.diff.expand(judged.verdict.shape)[clean],
+                  obs[clean])
         kept = found.add(judged.take(clean), obs[clean], band.numeric[clean], output=0, rows=band.rows[clean],
                          cols=band.cols[clean])
     # the entries outside the band agree (zero on both sides, verified twice), except in suspect and held columns
@@ -1221,9 +1317,13 @@ def _quick_colored(problem: Problem, j: int, analytic: dict[tuple[int, int], tor
                 continue
             if bool(clean.all()):
                 found.beyond = found.beyond or _beyond(judged, tol)
+                if tol.default:
+                    _seen(found, k, r, c, judged.diff.expand(judged.verdict.shape), obs)
                 kept += found.add(judged, obs, num, output=k, rows=r, cols=c)
             else:
                 found.beyond = found.beyond or _beyond(judged.take(clean), tol)
+                if tol.default:
+                    _seen(found, k, r[clean], c[clean], judged.diff.expand(judged.verdict.shape)[clean], obs[clean])
                 kept += found.add(judged.take(clean), obs[clean], num[clean], output=k, rows=r[clean], cols=c[clean])
         # the entries outside autograd's pattern agree (zero on both sides, verified), except in suspect and
         # held columns
