@@ -1983,6 +1983,50 @@ def test_a_column_whose_weighted_entries_cancel_is_resolved_by_their_sum():
         assert ga.check(_element_off(fn, 0.0, 0), (x,), mode="full", seed=seed).verdict == "pass", seed
 
 
+_WIGGLE_X = [-0.745427, -0.341216, 0.436664, -0.520117, 0.408592, 0.173201, -0.482037, -0.106535, -0.152253, 0.445679,
+             -0.501626, 0.151104, -0.084772, -0.252868, 0.752068, -0.66074]
+_WIGGLE_SIGN = [-1, 1, -1, -1, -1, -1, 1, 1, 1, 1, 1, -1, -1, -1, -1, 1]
+
+
+@pytest.mark.parametrize("form, seed", [("vec", 4), ("sum", 5)])
+def test_columns_open_by_their_truncation_do_not_keep_a_small_column_from_its_own_projection(form, seed):
+    """A reviewer's case against the first version of the rules above: c sin(20 x) / 20 on 16 elements, entries
+    +-0.33 but +-0.05 at element 3, a 1e-8 bug there. Central differences' truncation (about 8e-10 on 0.33) leaves
+    some large entries open by their difference, and the truncation rule kept the whole projection from
+    resolving them: the projection along the open columns moved two large ones with element 3, and the split
+    inside it flagged all three (each unresolved by the truncation taken for its own), so none was split off and
+    the bug passed (with the note). The split flags by its allowance alone, as before, and splits element 3 off:
+    the bug fails, located."""
+    sign = torch.tensor(_WIGGLE_SIGN, dtype=F64)
+    x = torch.tensor(_WIGGLE_X, dtype=F64, requires_grad=True)
+    a = torch.full((16,), 0.33, dtype=F64)
+    a[3] = 0.05
+    c = a * sign / torch.cos(20 * x.detach())
+    fn = (lambda x: c * torch.sin(20 * x) / 20) if form == "vec" else (lambda x: (c * torch.sin(20 * x) / 20).sum())
+    res = ga.check(_element_off(fn, 1e-8, 3), (x,), mode="full", seed=seed)
+    assert res.verdict == "fail" and _located(res) == {(3,)}, res
+    assert ga.check(_element_off(fn, 0.0, 3), (x,), mode="full", seed=seed).verdict == "pass"
+
+
+def test_a_dense_jacobian_open_only_by_differences_seen_still_projects_its_small_column():
+    """A reviewer's case: y = M sin(20 x) / 20, 3 outputs by 8 inputs, every entry 0.3 to 0.9 but column 3's (0.05,
+    0.04, -0.03). The truncation of central differences on row 0's 0.33 leaves those entries open by their
+    difference, so every column counted as open, and with several outputs a dense Jacobian whose every column is
+    open was projected no further: the bug at column 3 passed (with the note). Where every column is open only
+    because of differences seen, the columns open on the evidence's bound alone are projected, as before: the
+    bug fails."""
+    x = torch.tensor([0.31, -0.42, 0.27, -0.35, 0.22, -0.18, 0.4, -0.3], dtype=F64, requires_grad=True)
+    J = torch.tensor([[0.33] * 8, [0.9, -0.7, 0.8, 0.6, -0.6, 0.7, -0.9, 0.6],
+                      [-0.5, 0.9, 0.6, -0.7, 0.8, -0.7, 0.5, 0.9]], dtype=F64)
+    J[:, 3] = torch.tensor([0.05, 0.04, -0.03], dtype=F64)
+    M = J / torch.cos(20 * x.detach())
+    fn = lambda x: M @ (torch.sin(20 * x) / 20)  # noqa: E731
+    for seed in (4, 5):
+        res = ga.check(_element_off(fn, 1e-8, 3), (x,), mode="full", seed=seed)
+        assert res.verdict == "fail", (seed, res)
+        assert ga.check(_element_off(fn, 0.0, 3), (x,), mode="full", seed=seed).verdict == "pass", seed
+
+
 def _sine_beside_line(n, b, w, a, off):
     """y_i = b sin(w x_i) on n elements and a x_n on one more (its entry a, unresolved by central differences
     beside the sines' b w cos(w x)), the backward off by a relative *off* at that last entry only."""

@@ -216,6 +216,18 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
                      and all(a is None or bool((a != 0).all()) for (i, _), a in analytic.items() if i == j))
             single = dense and one
             hopeless = dense and not one and count == width
+            if hopeless and found[j].seen:
+                # every column is open only because of differences seen: judged on the evidence's bound alone (as
+                # before found.seen) some are resolved, and the projection along the others resolves finer (a
+                # reviewer's M sin(20 x) / 20, 3 x 8, with one small column: a 1e-8 bug there passed without it)
+                prior = _unresolved_terms(problem, j, analytic, banded, tol, vs, min(bases, default=EPS_POWERS["cbrt"]))
+                if prior is not None:
+                    if isinstance(prior, list):
+                        for i in suspect.tolist():
+                            prior[i] = 0.0
+                    else:
+                        prior[suspect] = 0.0
+                    hopeless = _count_unresolved(prior, fixed) == width
             if unresolved is not None and count and not hopeless and confirm_along(j, unresolved, single):
                 # their entries were counted as the quick stage accepted them: every column is judged again, and
                 # counted once, there
