@@ -1995,8 +1995,9 @@ def test_columns_open_by_their_truncation_do_not_keep_a_small_column_from_its_ow
     some large entries open by their difference, and the truncation rule kept the whole projection from
     resolving them: the projection along the open columns moved two large ones with element 3, and the split
     inside it flagged all three (each unresolved by the truncation taken for its own), so none was split off and
-    the bug passed (with the note). The split flags by its allowance alone, as before, and splits element 3 off:
-    the bug fails, located."""
+    the bug passed (with the note). Full mode's decisions are taken on central differences' bound alone again, the
+    split flags by its allowance alone, and the columns the evidence seen leaves open get a projection of their
+    own after those: the bug fails, located."""
     sign = torch.tensor(_WIGGLE_SIGN, dtype=F64)
     x = torch.tensor(_WIGGLE_X, dtype=F64, requires_grad=True)
     a = torch.full((16,), 0.33, dtype=F64)
@@ -2012,9 +2013,9 @@ def test_a_dense_jacobian_open_only_by_differences_seen_still_projects_its_small
     """A reviewer's case: y = M sin(20 x) / 20, 3 outputs by 8 inputs, every entry 0.3 to 0.9 but column 3's (0.05,
     0.04, -0.03). The truncation of central differences on row 0's 0.33 leaves those entries open by their
     difference, so every column counted as open, and with several outputs a dense Jacobian whose every column is
-    open was projected no further: the bug at column 3 passed (with the note). Where every column is open only
-    because of differences seen, the columns open on the evidence's bound alone are projected, as before: the
-    bug fails."""
+    open was projected no further: the bug at column 3 passed (with the note). Full mode's decisions are taken on
+    central differences' bound alone again (column 3 alone open: projected, as before), and the columns the
+    evidence seen leaves open get a projection of their own after: the bug fails."""
     x = torch.tensor([0.31, -0.42, 0.27, -0.35, 0.22, -0.18, 0.4, -0.3], dtype=F64, requires_grad=True)
     J = torch.tensor([[0.33] * 8, [0.9, -0.7, 0.8, 0.6, -0.6, 0.7, -0.9, 0.6],
                       [-0.5, 0.9, 0.6, -0.7, 0.8, -0.7, 0.5, 0.9]], dtype=F64)

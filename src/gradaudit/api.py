@@ -629,27 +629,20 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
             if view is None:  # (no projection of j agreed: every column central differences left unresolved)
                 pick = torch.tensor([t > 0 for t in terms]) if isinstance(terms, list) else terms.reshape(-1) > 0
             else:
-                u, possible, floor, curve = view
+                u, possible, floor, _ = view
                 sizes = problem.x_size(j)  # max(1, |x_c|): the most a projection moves column c (u_c alone)
-
-                def choose(curve: float) -> tuple[torch.Tensor, int, int, bool]:
-                    if isinstance(terms, list):  # a few columns: in Python floats, the same IEEE products
-                        us = u.tolist()
-                        picked = [t > 0 and not resolves(t * abs(c), possible, curve) for t, c in zip(terms, us)]
-                        hopeless = dense and not any(p and t * s * RESOLVE > 0.5 * floor
-                                                     for p, t, s in zip(picked, terms, sizes.tolist()))
-                        return torch.tensor(picked, dtype=torch.bool), sum(picked), sum(c != 0 for c in us), hopeless
+                if isinstance(terms, list):  # a few columns: in Python floats, the same IEEE products
+                    us = u.tolist()
+                    picked = [t > 0 and t * abs(c) * RESOLVE <= possible for t, c in zip(terms, us)]
+                    count, moved = sum(picked), sum(c != 0 for c in us)
+                    hopeless = dense and not any(p and t * s * RESOLVE > 0.5 * floor
+                                                 for p, t, s in zip(picked, terms, sizes.tolist()))
+                    pick = torch.tensor(picked, dtype=torch.bool)
+                else:
                     flat = terms.reshape(-1)
-                    pick = (flat > 0) & ~resolves(flat * u.abs(), possible, curve)
+                    pick = (flat > 0) & (flat * u.abs() * RESOLVE <= possible)
+                    count, moved = int(pick.sum()), int((u != 0).sum())
                     hopeless = dense and not bool((pick & (flat * sizes * RESOLVE > 0.5 * floor)).any())
-                    return pick, int(pick.sum()), int((u != 0).sum()), hopeless
-
-                pick, count, moved, hopeless = choose(curve)
-                if count == moved and len(problem.diff) == 1 and curve > 0:
-                    # every column it moved is open once its truncation is taken for each term's own: the
-                    # projection along those open without that, as before (a reviewer's sin(20 x) / 20 with a
-                    # small column passed a 1e-8 bug there that this projection fails); the record names the rest
-                    pick, count, moved, hopeless = choose(0.0)
                 if not count or hopeless or (count == moved and len(problem.diff) == 1):
                     # (with several inputs, the projection that agreed may have moved the others too: one along
                     # these columns alone, phi less phi(0), resolves finer; a reviewer's cat(sin(w x), a sin(y))
@@ -666,15 +659,37 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                 disagreed[j] = f
             return f.verdict == "fail"
 
+        def _open(j: int, terms: torch.Tensor | list[float], curved: bool) -> torch.Tensor:
+            """The columns of j whose *terms* (> 0: an entry open) no agreeing projection resolves, with *curved*
+            its truncation taken for each term's own (directional.resolves), else as before found.seen."""
+            t = torch.tensor(terms, dtype=torch.float64) if isinstance(terms, list) else terms.reshape(-1)
+            open_ = t > 0
+            for u, possible, curve in trail.get(j, []):
+                open_ &= ~resolves(t * u.abs(), possible, curve if curved else 0.0)
+            return open_
+
+        def confirm_open(j: int, terms: torch.Tensor | list[float]) -> bool:
+            """Whether the projection along the columns of j the evidence seen leaves open (*terms*: full's
+            _unresolved_terms with found.seen) that no agreeing projection resolves disagrees. None such, or exactly
+            the columns a projection already moved: nothing to project (it would resolve no finer)."""
+            open_ = _open(j, terms, True)
+            if not bool(open_.any()):
+                return False
+            if any(bool(torch.equal(u != 0, open_)) for u, _, _ in trail.get(j, [])):
+                return False
+            f = along(j, ~open_, "the columns whose entries the evidence seen leaves open (differences accepted, "
+                                 "entries that cancel, a term's own truncation; rtol 1e-9)",
+                      replace(tol, rtol=max(tol.rtol, RESOLVE / SAFETY)))
+            if f.verdict == "fail":
+                disagreed[j] = f
+            return f.verdict == "fail"
+
         def left_open(j: int, terms: torch.Tensor | list[float], say: bool) -> int:
             """The columns of j holding an entry no evidence resolved to RESOLVE: *terms* (per column, the
             smallest such entry's |v_r J_rc| after central differences, 0 where none or judged by Ridders) that no
             projection that agreed resolves (RESOLVE |v_r J_rc u_c| within the error its evidence leaves possible).
             How many; with *say*, the record names them."""
-            t = torch.tensor(terms, dtype=torch.float64) if isinstance(terms, list) else terms.reshape(-1)
-            open_ = t > 0
-            for u, possible, curve in trail.get(j, []):
-                open_ &= ~resolves(t * u.abs(), possible, curve)
+            open_ = _open(j, terms, say)
             count = int(open_.sum())
             if not count or not say:
                 return count
@@ -692,7 +707,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
             return count
 
         found = full(problem, _generator(seed, "full"), tol, info, confirm, grads, vs, confirm_without,
-                     confirm_along, left_open)
+                     confirm_along, left_open, confirm_open)
         for j, f in found.items():
             if j in disagreed and f.verdict == "pass":
                 f.extra += disagreed[j].extra  # the projection along those columns disagrees though no entry does

@@ -79,7 +79,8 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
          confirm: Callable[[int], bool], first: tuple[torch.Tensor | None, ...], vs: list[torch.Tensor],
          confirm_without: Callable[[int, torch.Tensor], bool] | None = None,
          confirm_along: Callable[[int, torch.Tensor | list[float], bool], bool] | None = None,
-         left_open: Callable[[int, torch.Tensor | list[float], bool], int] | None = None) -> dict[int, Findings]:
+         left_open: Callable[[int, torch.Tensor | list[float], bool], int] | None = None,
+         confirm_open: Callable[[int, torch.Tensor | list[float]], bool] | None = None) -> dict[int, Findings]:
     """Judge every Jacobian entry. *first* is the first backward's vᵀJ per checked input, all outputs
     weighted by *vs* at once (for a scalar output that is the whole Jacobian row, times the weight).
 
@@ -110,8 +111,14 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
     projection resolved), the whole confirmation and the projection after it are made as well: a split of the one
     along every unresolved column, down to one element of (c |x|^1.5).sum() at 0.01 among 8, accepted a quick stage
     whose allowance was 1.5e-8 of that element's term, and a bug of 1e-8 there passed that the two projections fail.
-    At the end *left_open(j, terms, True)* is told the columns still holding such entries (those not judged by
-    Ridders), and the record names those no projection resolved to 1e-8 either."""
+    Every decision above is taken on central differences' bound alone, as before the fourteenth session. The
+    evidence seen then opens more (:func:`_unresolved_terms` with found.seen: an accepted entry's difference, a
+    column whose open entries cancel); *confirm_open(j, terms)* projects along those no agreeing projection resolves
+    (with its truncation taken for each term's own, directional.resolves) and says whether that disagreed. It only
+    adds a projection: when these rules took the decisions, more open columns made fewer or wider projections, and a
+    reviewer's 1e-8 bugs that the projections before them fail passed (36 in two scans). At the end
+    *left_open(j, terms, True)* is told the columns still holding such entries (those not judged by Ridders), and
+    the record names those no projection resolved to 1e-8 either."""
     import torch
 
     found = {j: Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
@@ -145,10 +152,12 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         width = problem.inputs[j].numel() - (0 if fixed is None else len(fixed))  # the columns of j that move
         # the entries central differences could not resolve to RESOLVE (a band's are never all resolved: see
         # _unresolved_terms); one column of one input is never confirmed again (the confirmation moved it alone)
-        unresolved = _unresolved_terms(problem, j, analytic, banded, tol, vs, min(bases, default=EPS_POWERS["cbrt"]),
-                                       found[j].seen)
-        asked = asked or disagree or beyond or banded is not None or unresolved is not None
-        noted = unresolved  # (the same terms: the columns judged by Ridders are set to 0 in it below)
+        base = min(bases, default=EPS_POWERS["cbrt"])
+        unresolved = _unresolved_terms(problem, j, analytic, banded, tol, vs, base)
+        # and those the evidence seen leaves open too (the differences accepted, columns whose entries cancel)
+        opened = _unresolved_terms(problem, j, analytic, banded, tol, vs, base, found[j].seen)
+        asked = asked or disagree or beyond or banded is not None or unresolved is not None or opened is not None
+        noted = opened  # (the columns judged by Ridders are set to 0 in it below)
         if width < 2 and len(problem.diff) == 1:
             unresolved = None
 
@@ -216,18 +225,6 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
                      and all(a is None or bool((a != 0).all()) for (i, _), a in analytic.items() if i == j))
             single = dense and one
             hopeless = dense and not one and count == width
-            if hopeless and found[j].seen:
-                # every column is open only because of differences seen: judged on the evidence's bound alone (as
-                # before found.seen) some are resolved, and the projection along the others resolves finer (a
-                # reviewer's M sin(20 x) / 20, 3 x 8, with one small column: a 1e-8 bug there passed without it)
-                prior = _unresolved_terms(problem, j, analytic, banded, tol, vs, min(bases, default=EPS_POWERS["cbrt"]))
-                if prior is not None:
-                    if isinstance(prior, list):
-                        for i in suspect.tolist():
-                            prior[i] = 0.0
-                    else:
-                        prior[suspect] = 0.0
-                    hopeless = _count_unresolved(prior, fixed) == width
             if unresolved is not None and count and not hopeless and confirm_along(j, unresolved, single):
                 # their entries were counted as the quick stage accepted them: every column is judged again, and
                 # counted once, there
@@ -236,6 +233,20 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
                 info["confirmation"] = (f"{agreed}, and disagreed along the column(s) whose entries neither central "
                                         f"differences nor it could resolve to 1e-8 (of the {count} central differences "
                                         "could not): every column judged by Ridders")
+        if confirm_open is not None and opened is not None and len(suspect) < width:
+            extra = list(opened) if isinstance(opened, list) else opened.clone()
+            _count_unresolved(extra, fixed)  # (held columns set to 0)
+            if isinstance(extra, list):
+                for i in suspect.tolist():
+                    extra[i] = 0.0
+            else:
+                extra[suspect] = 0.0
+            if confirm_open(j, extra):
+                found[j] = _afresh(problem, found[j])
+                suspect = every()
+                info["confirmation"] = ("the projection along the column(s) whose entries the evidence seen leaves "
+                                        "open (an accepted difference, entries that cancel, a term's own "
+                                        "truncation) disagreed: every column judged by Ridders")
         if len(suspect):
             _final(problem, j, suspect, analytic, banded, tol, found[j], info)
         if left_open is not None and noted is not None and len(suspect) < width:
@@ -342,16 +353,18 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
     RESOLVE |J| = 2.95e-9) a bug of 1e-8 passed. Where a quick stage accepted an entry with a difference *d*
     (*seen*: found.seen, those above SEEN RESOLVE of it), the backward is known there only to within d plus the
     evidence: the entry is unresolved where evidence + d exceeds RESOLVE |J_rc| (as the projections' own rule,
-    directional._consistent, adds their disagreement)."""
+    directional._consistent, adds their disagreement); and a column's term is no larger than the sum of its open
+    entries' (:func:`_with_sums`). With *seen* None (full()'s decisions, as before the fourteenth session) neither."""
     import torch
 
     x = problem.inputs[j]
     if not tol.default or x.dtype != torch.float64:
         return None
+    summed = seen is not None  # (None: central differences' bound alone, each entry on its own)
     seen = seen or []
     if (E.LEAN and banded is None and all(o.dtype == torch.float64 for o in problem.outputs)
             and sum(a.numel() for (i, _), a in analytic.items() if i == j and a is not None) <= J.SMALL):
-        return _unresolved_terms_small(problem, j, analytic, tol, vs, base, seen)
+        return _unresolved_terms_small(problem, j, analytic, tol, vs, base, seen, summed)
     terms = torch.full((x.numel(),), math.inf, dtype=torch.float64)
     sums = torch.zeros(x.numel(), dtype=torch.float64)  # per column, the sum of its unresolved entries' v_r J_rc
     x_size = problem.x_size(j).reshape(-1)
@@ -374,7 +387,7 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
         term = vs[0].reshape(-1).to(torch.float64)[banded.rows] * banded.analytic
         terms.scatter_reduce_(0, banded.cols[picked], term[picked].abs().clamp_min_(TINY_TERM), reduce="amin")
         sums.index_add_(0, banded.cols[picked], term[picked])
-        return _with_sums(terms, sums)
+        return _with_sums(terms, sums if summed else None)
     h = base * problem.x_size(j).reshape(1, -1)
     for k, out in enumerate(problem.outputs):
         a = analytic.get((j, k))
@@ -391,10 +404,10 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
                 term = torch.where(picked, a[r:r + step] * weight[r:r + step], 0.0)
                 terms = torch.minimum(terms, torch.where(picked, term.abs().clamp_min_(TINY_TERM), math.inf).amin(0))
                 sums.add_(term.sum(0))
-    return _with_sums(terms, sums)
+    return _with_sums(terms, sums if summed else None)
 
 
-def _with_sums(terms: torch.Tensor, sums: torch.Tensor) -> torch.Tensor | None:
+def _with_sums(terms: torch.Tensor, sums: torch.Tensor | None) -> torch.Tensor | None:
     """The terms of :func:`_unresolved_terms`, each no larger than |the sum of its column's unresolved terms|, what a
     backward scaling that column's gradient by 1 + RESOLVE moves a projection by per unit of u_c (with several
     outputs they may cancel: cat of sum(x^2) and sum(sin x), whose entries 2 x0 and cos x0, weighted, nearly
@@ -405,14 +418,15 @@ def _with_sums(terms: torch.Tensor, sums: torch.Tensor) -> torch.Tensor | None:
     some = terms < math.inf
     if not bool(some.any()):
         return None
-    terms = torch.where(some, torch.minimum(terms, sums.abs().clamp_min_(TINY_TERM)), terms)
+    if sums is not None:
+        terms = torch.where(some, torch.minimum(terms, sums.abs().clamp_min_(TINY_TERM)), terms)
     return terms.masked_fill_(~some, 0.0)
 
 
 def _unresolved_terms_small(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None],
                             tol: ToleranceUsed, vs: list[torch.Tensor], base: float,
-                            seen: list[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]
-                            ) -> list[float] | None:
+                            seen: list[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]],
+                            summed: bool = True) -> list[float] | None:
     """:func:`_unresolved_terms` for a few float64 entries, in Python floats (a list): the same IEEE operations
     (max(1, |v|) as x_size and f_size, NaN staying NaN as in clamp_min; a NaN entry is never picked), but for the
     order in which a column's terms are summed (:func:`_with_sums`; rows in order here)."""
@@ -442,6 +456,8 @@ def _unresolved_terms_small(problem: Problem, j: int, analytic: dict[tuple[int, 
                 sums[c] += term
     if all(t == math.inf for t in terms):
         return None
+    if not summed:
+        return [0.0 if t == math.inf else t for t in terms]
     return [0.0 if t == math.inf else min(t, max(abs(total), TINY_TERM)) for t, total in zip(terms, sums)]
 
 
