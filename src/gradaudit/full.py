@@ -203,6 +203,7 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
                     # autograd's rows, built here
                     banded, analytic = None, _analytic(problem, gen, info)
                     info["confirmation"] += ", against autograd's rows (the band's own entries were not enough)"
+        hopeless = False  # (a dense Jacobian of several outputs, every column open: no projection resolves finer)
         if resolving and confirm_along is not None:
             # the accepted columns holding an entry central differences could not resolve to 1e-8, on their own
             count = 0
@@ -233,7 +234,7 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
                 info["confirmation"] = (f"{agreed}, and disagreed along the column(s) whose entries neither central "
                                         f"differences nor it could resolve to 1e-8 (of the {count} central differences "
                                         "could not): every column judged by Ridders")
-        if confirm_open is not None and opened is not None and len(suspect) < width:
+        if confirm_open is not None and opened is not None and len(suspect) < width and not hopeless:
             extra = list(opened) if isinstance(opened, list) else opened.clone()
             _count_unresolved(extra, fixed)  # (held columns set to 0)
             if isinstance(extra, list):
