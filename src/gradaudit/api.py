@@ -592,7 +592,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
     elif mode == "full":
         confirmed: dict[int, Findings] = {}
         # per input: u, the error its agreeing evidence allows, and the outputs' own rounding in it
-        views: dict[int, tuple[torch.Tensor, float, float, float]] = {}
+        views: dict[int, tuple[torch.Tensor, float, float]] = {}
         # every agreeing projection's u, that error and its truncation (directional._curve)
         trail: dict[int, list[tuple[torch.Tensor, float, float]]] = {}
 
@@ -629,7 +629,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
             if view is None:  # (no projection of j agreed: every column central differences left unresolved)
                 pick = torch.tensor([t > 0 for t in terms]) if isinstance(terms, list) else terms.reshape(-1) > 0
             else:
-                u, possible, floor, _ = view
+                u, possible, floor = view
                 sizes = problem.x_size(j)  # max(1, |x_c|): the most a projection moves column c (u_c alone)
                 if isinstance(terms, list):  # a few columns: in Python floats, the same IEEE products
                     us = u.tolist()
@@ -637,7 +637,6 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                     count, moved = sum(picked), sum(c != 0 for c in us)
                     hopeless = dense and not any(p and t * s * RESOLVE > 0.5 * floor
                                                  for p, t, s in zip(picked, terms, sizes.tolist()))
-                    pick = torch.tensor(picked, dtype=torch.bool)
                 else:
                     flat = terms.reshape(-1)
                     pick = (flat > 0) & (flat * u.abs() * RESOLVE <= possible)
@@ -648,6 +647,8 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                     # these columns alone, phi less phi(0), resolves finer; a reviewer's cat(sin(w x), a sin(y))
                     # passed a 1e-8 bug at dy/dy0 at 98 of 336 point/seed pairs without it)
                     return False
+                if isinstance(terms, list):
+                    pick = torch.tensor(picked, dtype=torch.bool)
             # it looks for the promise's 1e-8: a projection along such columns disagreeing by more than 1e-9 of
             # itself (RESOLVE / SAFETY, beyond its evidence) sends them to Ridders, where the default tolerance
             # judges each entry. At 1e-10 it would do so for a special function's own accuracy (torch's trigamma

@@ -46,8 +46,8 @@ SPLIT = 1e-6  # a projection resolves an element when its allowance is at most t
 #: how far the remainder of Richardson's extrapolation may exceed numeric.truncation's geometric model where one
 #: term's own curvature is at issue (:func:`resolves`): for a term g(t) = (r + t)^p near its singularity, with
 #: D(h) = g' (1 + a1 s + a2 s^2 + ...), s = (h / r)^2, the remainder is 4 |a2| s^2 |g'| and the model 4 a1^2 s^2 |g'|:
-#: a2 / a1^2 is 1.8 for log, 3.5 for sqrt, 4.5 for |x|^1.5 (the reviewer's holes: a margin of 3 left one, 5 none; 10,
-#: SAFETY, made 11 more bugs the code failed pass with the note). It is unbounded as p nears 1 or 2 (a1 -> 0)
+#: a2 / a1^2 is 1.8 for log, 3.5 for sqrt, 4.5 for |x|^1.5 (a reviewer's scan: a margin of 3 left one of its silent
+#: 1e-8 bugs silent, 5 none). It is unbounded as p nears 1 or 2 (a1 -> 0), and several terms' truncations may cancel
 CURVE_MARGIN = 5.0
 SPLITS = 8  # elements a projection cannot resolve are judged again on their own, at most this many times
 LOCATE = 32  # bisection locates at most this many elements per input; the count then says "at least"
@@ -661,7 +661,7 @@ def _projected(tol: ToleranceUsed, u: torch.Tensor, vs: list[torch.Tensor]) -> T
 def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info, *, vs: list[torch.Tensor],
                 grads: tuple[torch.Tensor | None, ...], localize: bool = True,
                 only: tuple[int, torch.Tensor, str] | None = None,
-                seen: dict[int, tuple[torch.Tensor, float, float, float]] | None = None,
+                seen: dict[int, tuple[torch.Tensor, float, float]] | None = None,
                 trail: dict[int, list[tuple[torch.Tensor, float, float]]] | None = None) -> dict[int, Findings]:
     """Judge vᵀJ_j u_j against the numeric derivative along u_j per input; localize disagreements by
     bisection (when *localize*). *vs* are the output weights, *grads* vᵀJ at these inputs. With *only*
@@ -670,9 +670,9 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
     *seen*, for each input whose projection agreed: its direction u_j (flat, float64), the largest error of
     vᵀJ_j u_j its evidence leaves possible (:func:`_consistent`; for full mode, which confirms again the columns
     whose 1e-8 that does not exclude) and the outputs' own rounding in its bound (judge_along's
-    "rounding_floor") and its truncation (:func:`_curve`). Into *trail*, for each input, every projection that agreed
-    (a split's parts too): its u, that possible error and truncation, from which full mode says which entries no
-    evidence resolved to 1e-8."""
+    "rounding_floor"). Into *trail*, for each input, every projection that agreed (a split's parts too): its u, that
+    possible error and its truncation (:func:`_curve`), from which full mode says which entries no evidence resolved
+    to 1e-8."""
     import torch
 
     evals = [0]
@@ -801,8 +801,7 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
                 u, index, out = split
         if out["verdict"] == J.PASS:
             if seen is not None:  # the whole projection's (elements a split judged again were resolved finer)
-                seen[j] = (u.reshape(-1), _consistent(out["judged"]), out.get("rounding_floor", 0.0),  # (float64 u)
-                           _curve(out))
+                seen[j] = (u.reshape(-1), _consistent(out["judged"]), out.get("rounding_floor", 0.0))  # (float64 u)
             if trail is not None:
                 trail.setdefault(j, []).append((u.reshape(-1), _consistent(out["judged"]), _curve(out)))
             # each output alone: a backward may mishandle one output's gradient (not along a part of an input, for
@@ -906,7 +905,7 @@ def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: flo
 def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float], vs: list[torch.Tensor],
               grads: tuple[torch.Tensor | None, ...], tol: ToleranceUsed,
               output_alone: Callable[[int], tuple[torch.Tensor | None, ...] | None], evals: list[int],
-              info: Info, seen: dict[int, tuple[torch.Tensor, float, float, float]] | None = None,
+              info: Info, seen: dict[int, tuple[torch.Tensor, float, float]] | None = None,
               trail: dict[int, list[tuple[torch.Tensor, float, float]]] | None = None) -> list[dict[str, Any]] | None:
     """Every input moved at once, each along its own direction u_j (the one its own check would use): the
     quick stage's numeric derivative of phi is sum_j vᵀJ_j u_j, 4 evaluations for all inputs instead of 4 per
@@ -1059,7 +1058,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
                           "allowed": allowed, "verdict": "pass", "reason": J.reason_text(J.OK, total, numeric, None)})
     if seen is not None:  # every check agreed
         for j, _, u in parts:
-            seen[j] = (u.reshape(-1), agreed, 0.0, curve)  # (float64: made so above; several inputs: no floor used)
+            seen[j] = (u.reshape(-1), agreed, 0.0)  # (float64: made so above; several inputs: no floor used)
             if trail is not None:
                 trail.setdefault(j, []).append((u.reshape(-1), agreed, curve))
     return found
