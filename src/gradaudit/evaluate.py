@@ -323,24 +323,29 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, **kwargs: Any) -> 
 
     try:
         if grad_outputs is not None and not kwargs.get("is_grads_batched"):
-            outs = [outputs] if torch.is_tensor(outputs) else list(outputs)
-            gos = [grad_outputs] if torch.is_tensor(grad_outputs) else list(grad_outputs)
-            wrt = [inputs] if torch.is_tensor(inputs) else list(inputs)
+            tensor = torch.Tensor
+            outs = [outputs] if isinstance(outputs, tensor) else list(outputs)
+            gos = [grad_outputs] if isinstance(grad_outputs, tensor) else list(grad_outputs)
+            wrt = (inputs,) if isinstance(inputs, tensor) else tuple(inputs)
             # a copy each time: a backward that writes to its grad_output must not change the caller's weights
-            pairs = [(o, g.clone() if g.dtype == o.dtype else g.to(o.dtype)) for o, g in zip(outs, gos)
-                     if o.requires_grad]
+            taken, given = [], []
+            plain_types = True  # every output a plain tensor, its grad_output of its shape
+            for o, g in zip(outs, gos):
+                if o.requires_grad:
+                    g = g.clone() if g.dtype == o.dtype else g.to(o.dtype)
+                    plain_types = plain_types and type(o) is tensor and o.shape == g.shape
+                    taken.append(o)
+                    given.append(g)
             engine = _engine()
-            if engine is not None and pairs and set(kwargs) <= _ENGINE_KWARGS and all(
-                    type(t) is torch.Tensor and t.shape == g.shape for t, g in pairs) and all(
-                    type(t) is torch.Tensor for t in wrt):
+            if (engine is not None and taken and plain_types and _ENGINE_KWARGS.issuperset(kwargs)
+                    and all(type(t) is tensor for t in wrt)):
                 # autograd's engine as torch.autograd.grad calls it, with grad_outputs built here in the outputs'
                 # own shapes and dtypes: its Python-side checks cost more than a small backward itself, and its
                 # first tensor grad_output imports torch.fx's symbolic shapes (sympy, about 0.8 s of a process's
                 # first check). Not for tensor subclasses, which dispatch through __torch_function__.
                 create = bool(kwargs.get("create_graph", False))
                 retain = kwargs.get("retain_graph")
-                got = engine(tuple(o for o, _ in pairs), tuple(g for _, g in pairs),
-                             create if retain is None else bool(retain), create, tuple(wrt),
+                got = engine(tuple(taken), tuple(given), create if retain is None else bool(retain), create, wrt,
                              bool(kwargs.get("allow_unused", False)), accumulate_grad=False)
                 return tuple(got) if create else plain(got)
             # otherwise vᵀJ as the gradient of the scalar sum(o * v): the backward receives exactly v as its
