@@ -2197,3 +2197,56 @@ def test_a_step_function_at_its_jumps_is_inconclusive_there_whatever_the_input_s
     few = sorted(jumps)[:2] + [1, 3, 37]  # two jumps among three points where the function is flat
     small = ga.check(fn, (x[few].clone().requires_grad_(),), mode=mode)
     assert small.verdict == "inconclusive" and {m.element[0] for m in small.mismatches} == {0, 1}, small.report()
+
+
+def _around(base, spread, k, n=6):
+    g = torch.Generator().manual_seed(100 + k)
+    return base + spread * torch.randn(n, generator=g, dtype=F64)
+
+
+_NAIVE_VARIANCE = lambda a: (a * a).mean() - a.mean() ** 2  # noqa: E731
+_WITH_MEAN = lambda a: torch.stack([(a * a).mean() - a.mean() ** 2, a.mean()])  # noqa: E731
+
+
+def _small_around(k):
+    g = torch.Generator().manual_seed(300 + k)
+    return 1e-4 * (torch.rand(5, generator=g, dtype=F64) + 0.5), 50 + torch.rand(5, generator=g, dtype=F64)
+
+
+@pytest.mark.parametrize("fn, x, mode, seed", [
+    pytest.param(_NAIVE_VARIANCE, _around(100.0, 0.01, 1), "full", 2, id="variance-full"),
+    pytest.param(_NAIVE_VARIANCE, _around(100.0, 0.01, 2), "full", 1, id="variance-full-2"),
+    pytest.param(_WITH_MEAN, _around(100.0, 0.01, 0), "directional", 0, id="variance-mean-directional"),
+    pytest.param(_WITH_MEAN, _around(1000.0, 0.01, 2), "directional", 2, id="variance-mean-at-1000-directional"),
+    pytest.param(lambda a: (a + 1e-3) ** 2 - a ** 2, _small_around(0)[1], "directional", 1, id="square-difference"),
+    pytest.param(lambda a: torch.log(1 + a) - a, _small_around(3)[0], "directional", 2, id="log1p-naive"),
+])
+def test_a_right_backward_of_a_function_whose_terms_cancel_is_never_a_failure(fn, x, mode, seed):
+    """Functions that round like their terms, not like their values: a mean of squares less a squared mean at
+    100 +- 0.01 (an output of 3e-5 from squares of 1e4: off by about 2e-12, 1e-7 of itself), (x + 1e-3)^2 - x^2 at 50,
+    log(1 + x) - x at 1e-4 (1 + x rounds at eps, the same error after a move of a whole number of its ulps). The
+    backward is autograd's, accurate to 1e-11 of these gradients (2 (x_i - mean) / n computed from terms of 33; checked
+    in exact rational arithmetic). Ridders' bound along a projection counted phi's rounding at eps of its terms,
+    1e-7 of the actual, and the right backward FAILED at these points and seeds: in full mode through its directional
+    confirmation (whose disagreement, with no entry failing, is a failure), in directional mode by itself. A failure
+    now stands only beyond phi's rounding as measured (the outputs' second differences when the inputs move by a
+    few ulps, as full mode's own entries count it) and beyond the difference of a second tableau from 3/4 of the
+    step (the noise at that scale, which moves of whole ulps can miss)."""
+    res = ga.check(fn, (x.clone().requires_grad_(),), mode=mode, seed=seed)
+    assert res.verdict != "fail", res.report()
+
+
+@pytest.mark.parametrize("fn", [_NAIVE_VARIANCE, _WITH_MEAN], ids=["variance", "variance-mean"])
+@pytest.mark.parametrize("off", [1e-3, 1e-5])
+def test_a_wrong_backward_of_a_function_whose_terms_cancel_still_fails_in_full_mode(fn, off):
+    """The same function at 100 +- 0.01 with the gradient of element 2 off by *off*: the measured rounding
+    (2e-12 in an output of 3e-5) leaves full mode's entries resolving far finer than 1e-5, and it fails at every
+    seed (directional mode, whose one-sided slopes at 1.5e-8 carry that rounding divided by their step, says
+    inconclusive: the evidence along a projection cannot decide, and it says so rather than guess)."""
+    x = _around(100.0, 0.01, 1)
+    for seed in range(3):
+        res = ga.check(_element_off(fn, off, 2), (x.clone().requires_grad_(),), mode="full", seed=seed)
+        assert res.verdict == "fail", (seed, res.report())
+        assert res.mismatches[0].element == (2,), res.report()
+        assert ga.check(_element_off(fn, off, 2), (x.clone().requires_grad_(),), mode="directional",
+                        seed=seed).verdict != "pass"

@@ -161,8 +161,9 @@ def test_directional_judge_accepts_quickly_and_only_ridders_can_fail():
     assert abs(right["numeric"] - exact) <= right["allowed"] < 1.8e-10
     wrong = judge_along(phi, exact * (1 + 1e-8), tol, scale=1.0, perturbation=0.0, dot_rounding=0.0)
     # off by 1.7e-8: beyond both stages' allowance; then the one-sided slopes, each extrapolated from t and t/2
-    # (5 evaluations: 0, ±t, ±t/2), find no kink
-    assert wrong["verdict"] == 1 and wrong["scheme"] == "ridders" and wrong["evaluations"] == 4 + 8 + 5
+    # (5 evaluations: 0, ±t, ±t/2), find no kink; and a second tableau from 3/4 of the step (8) agrees with the
+    # first within its allowance, so the failure stands (directional._reproduced)
+    assert wrong["verdict"] == 1 and wrong["scheme"] == "ridders" and wrong["evaluations"] == 4 + 8 + 5 + 8
     left, right_slope = wrong["slopes"]
     assert abs(left - exact) < 1e-6 * exact and abs(right_slope - exact) < 1e-6 * exact  # O(t^2): both are phi'(0)
     assert abs(wrong["numeric"] - exact) < 1e-11
@@ -242,9 +243,9 @@ def test_ridders_along_a_direction_counts_the_rounding_of_the_moved_inputs():
     def phi(t: float) -> float:
         return 1.0 + 3.0 * t
 
-    value, bound, used, rounding = ridders_scalar(scalar_batch(phi), 1e-2, 1e-10)
+    value, bound, used, rounding, last = ridders_scalar(scalar_batch(phi), 1e-2, 1e-10)
     assert value == pytest.approx(3.0, rel=1e-12) and used == 8
     assert rounding == pytest.approx(1.04 * (EPS64 * phi(1e-2) + 1e-10), rel=1e-12)
-    assert bound >= rounding / (1e-2 / 8)
-    _, plain, _, _ = ridders_scalar(scalar_batch(phi), 1e-2)
+    assert bound >= rounding / (1e-2 / 8) and last == 1e-2 / 8  # (the last quotient's step: exact quotients use all 4)
+    _, plain, _, _, _ = ridders_scalar(scalar_batch(phi), 1e-2)
     assert plain < 1e-10 / (1e-2 / 8)  # without it, only phi's own rounding

@@ -34,7 +34,16 @@ from .evaluate import SMALL_BATCH, Info, Problem, batched_outputs, held
 from .findings import Findings, unravel
 from .numeric import ridders_tableau, truncation
 from .record import Comparison, Location
-from .tolerances import RESOLVE, SAFETY, SLOPE_CAP, SLOPE_REL, SLOPE_ROUNDING, UNINFORMATIVE, ToleranceUsed
+from .tolerances import (
+    RESOLVE,
+    ROUNDING_ULPS,
+    SAFETY,
+    SLOPE_CAP,
+    SLOPE_REL,
+    SLOPE_ROUNDING,
+    UNINFORMATIVE,
+    ToleranceUsed,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -75,14 +84,16 @@ def ridders_steps(h0: float) -> list[float]:
     return [t for h in hs for t in (h, -h)]
 
 
-def ridders_scalar(phi_many: Batched, h0: float = 1e-2, perturbation: float = 0.0) -> tuple[float, float, int, float]:
+def ridders_scalar(phi_many: Batched, h0: float = 1e-2, perturbation: float = 0.0
+                   ) -> tuple[float, float, int, float, float]:
     """Ridders' derivative at 0 of a scalar function, all points evaluated in one batch by
     *phi_many*: (value, error bound including the rounding of the last quotient, evaluations, that rounding
-    times the step: a tableau from any step h has a bound of at least it / h). *perturbation* is the rounding the
-    moved inputs add to phi (eps |g x|_2: the points x + t u are rounded, and the quotients divide by t), as the
-    quick stage and the slopes count it: near a pole it dominates (tan 1e-5 from pi/2, |g x| 3e5 times |phi|), and
-    without it Ridders from h0 = 1e-7 claimed a bound of 4e-13 of the value for an estimate 6e-10 off, and a right
-    backward failed. For a one-element input the steps are made exact instead (:func:`_snap`) and the term is 0."""
+    times the step: a tableau from any step h has a bound of at least it / h, and that last step). *perturbation*
+    is the rounding the moved inputs add to phi (eps |g x|_2: the points x + t u are rounded, and the quotients
+    divide by t), as the quick stage and the slopes count it: near a pole it dominates (tan 1e-5 from pi/2, |g x|
+    3e5 times |phi|), and without it Ridders from h0 = 1e-7 claimed a bound of 4e-13 of the value for an estimate
+    6e-10 off, and a right backward failed. For a one-element input the steps are made exact instead
+    (:func:`_snap`) and the term is 0."""
     h0, exact = _snap(phi_many, h0, RIDDERS_COLUMNS - 1)
     perturbation = 0.0 if exact else perturbation
     ts = ridders_steps(h0)
@@ -91,7 +102,7 @@ def ridders_scalar(phi_many: Batched, h0: float = 1e-2, perturbation: float = 0.
     cols = [(values[2 * c] - values[2 * c + 1]) / (2 * ts[2 * c]) for c in range(RIDDERS_COLUMNS)]
     best, err, used = ridders_tableau(cols)
     rounding = 1.04 * (EPS64 * _unit(phi_many) * scale + perturbation)
-    return best, err + rounding / ts[2 * (used - 1)], len(ts), rounding
+    return best, err + rounding / ts[2 * (used - 1)], len(ts), rounding, ts[2 * (used - 1)]
 
 
 def _unit(phi_many: Batched) -> float:
@@ -110,6 +121,37 @@ def _with_unit(phi_many: Batched, problem: Problem) -> Batched:
               default=EPS64)
     if eps > EPS64:
         phi_many.unit = eps / EPS64  # type: ignore[attr-defined]
+    return phi_many
+
+
+def _with_noise(phi_many: Batched, problem: Problem, ws: list[Any],
+                moved: Callable[[], list[torch.Tensor | None]] | None = None) -> Batched:
+    """*phi_many*, marked with how to measure its rounding (made only when asked, :func:`_measured`): the 2-norm
+    of v_k times each output element's measured rounding (problem.noise: second differences when every input moves
+    by a few ulps, 4 evaluations once per problem) where that exceeds SAFETY times its floor, ROUNDING_ULPS eps |f|
+    (a function that rounds like its terms, far coarser than its value; below that the model of phi's rounding,
+    eps times its terms, stands: counted there as well it widened every failure's bound tenfold, and bugs of 1e-7
+    that only a projection's failure sent to Ridders passed), over the elements *moved* gives (per output a mask,
+    None for all), or all of them. *ws*: the weights, tensors or Python floats of scalar outputs."""
+    def noise() -> float:
+        import torch
+
+        masks = None if moved is None else moved()
+        total = 0.0
+        for k, w in enumerate(ws):
+            measured = problem.noise(k)
+            out = problem.outputs[k]
+            if out.is_floating_point():
+                floor = ROUNDING_ULPS * torch.finfo(out.dtype).eps * out.detach().abs().reshape(-1).to(torch.float64)
+                measured = torch.where(measured > SAFETY * floor, measured, 0.0)
+            # (an output element not finite at the point has weight 0: 0 times its inf is left out)
+            terms = (measured * (w if isinstance(w, float) else w.reshape(-1).to(torch.float64))).nan_to_num(nan=0.0)
+            if masks is not None and masks[k] is not None:
+                terms = terms[masks[k]]
+            total += float(terms.square().sum())
+        return math.sqrt(total)
+
+    phi_many.noise = noise  # type: ignore[attr-defined]
     return phi_many
 
 
@@ -352,7 +394,9 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
         return {**result, "verdict": None}
     else:
         h0 = 1e-2 * scale
-        numeric, err, used, rounding = ridders_scalar(phi_many, h0, perturbation)
+        numeric, err, used, rounding, t_at = ridders_scalar(phi_many, h0, perturbation)
+        h_at = h0  # the first step of the tableau the estimate comes from (t_at: its last quotient's)
+        reproduced = False  # the estimate's noise measured at its own scale (a second tableau, exact steps)
         judged = J.judge(obs, numeric, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
                          precision=precision)
         # (Ridders' larger steps round finer than the quick stage's: no floor is claimed from them)
@@ -370,16 +414,17 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                     and not (math.isfinite(rounding) and err <= rounding / (h0 / 10)):
                 shrinks += 1
                 h0 /= 10
-                again, err2, used2, rounding2 = ridders_scalar(phi_many, h0, perturbation)
+                again, err2, used2, rounding2, t2 = ridders_scalar(phi_many, h0, perturbation)
                 result["evaluations"] += used2
-                if (getattr(phi_many, "exact", None) is not None and math.isfinite(again) and math.isfinite(err2)
-                        and not (math.isfinite(err) and err2 >= err)):
+                twice = (getattr(phi_many, "exact", None) is not None and math.isfinite(again) and math.isfinite(err2)
+                         and not (math.isfinite(err) and err2 >= err))
+                if twice:
                     # exact steps (_snap) leave the moved inputs' rounding out of the bound, and with it what also
                     # covered a forward whose own rounding grows with its condition (digamma near a pole computes
                     # tan(pi x): its values are off by ~eps |x f'|, not by an ulp, and Ridders from 1e-10 claimed a
                     # bound 1,200 times too small). A second tableau from 3/4 of the first step sees the same
                     # truncation, nearly, and other rounding: their difference is the noise at this scale
-                    other, err3, used3, _ = ridders_scalar(phi_many, 0.75 * h0, perturbation)
+                    other, err3, used3, _, _ = ridders_scalar(phi_many, 0.75 * h0, perturbation)
                     result["evaluations"] += used3
                     err2 = max(err2, err3, abs(again - other)) if math.isfinite(other) else math.inf
                 if (((pair is not None and float(pair[0]) == 0.0 == float(pair[1])) or again == 0.0)
@@ -392,7 +437,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                     continue
                 if not (math.isfinite(again) and math.isfinite(err2)) or (math.isfinite(err) and err2 >= err):
                     continue  # (its rounding is not kept: steps that reach a pole see values far from phi's own)
-                numeric, err, rounding = again, err2, rounding2
+                numeric, err, rounding, t_at, h_at, reproduced = again, err2, rounding2, t2, h0, twice
                 judged = J.judge(obs, numeric, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
                                  slopes=pair, precision=precision)
                 result.update(numeric=numeric, error_bound=err, scheme=f"ridders from h0 = {h0:.1e}")
@@ -417,6 +462,15 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                 judged, clash = redo, True
                 result.update(numeric=first[0], error_bound=first[1], scheme=f"ridders from h0 = {first[2]:.1e} "
                               "(smaller steps disagree with it beyond its bound: a staircase at their scale)")
+        # a failure stands beyond phi's rounding as measured, and as a second tableau shows it at the estimate's scale
+        # (not where the estimate already comes with that second tableau: digamma 1e-4 from its pole, where moves of a
+        # few ulps read its rounding as 2e-8 (tan(pi x) inside), its largest, while two tableaus agree to 8e-6 of a
+        # slope of 1.4e4 and a bug of 1e-8 (1.4e-4) fails; over the last step, that largest rounding passed it)
+        if int(judged.verdict) == J.FAIL and not reproduced:
+            judged = _measured(phi_many, judged, result, obs, tol, t_at, dot_rounding, natural, pair, precision)
+        if int(judged.verdict) == J.FAIL and not reproduced:
+            judged = _reproduced(phi_many, judged, result, obs, tol, h_at, perturbation, dot_rounding, natural, pair,
+                                 precision)
     if result["scheme"] != "richardson (h, 2h)" and _unresolved(judged, result["error_bound"], result["numeric"], tol,
                                                                   precision):
         # a pass of Ridders coarser than the promise stands only where the slopes show a smooth function (J.rough),
@@ -439,6 +493,55 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     result.update(verdict=int(judged.verdict), reason=int(judged.reason), allowed=_allowed(judged),
                   judged=judged, observed=analytic)
     return result
+
+
+def _measured(phi_many: Batched, judged: J.Judged, result: dict[str, Any], obs: float, tol: ToleranceUsed,
+              step: float, dot_rounding: float, natural: float, pair: tuple[torch.Tensor, ...] | None,
+              precision: str) -> J.Judged:
+    """A failure of Ridders' estimate (*result*'s numeric and error bound, its last quotient at *step*) judged again
+    with phi's rounding as measured (:func:`_with_noise`), where it is known, added to the bound. The bound counts
+    phi's rounding at eps of its terms, and a function whose terms cancel rounds like the terms, not like its
+    value: a mean of squares less a squared mean (an output of 3e-5 from squares of 1e4, off by 2e-12), log(1 + x) - x
+    at 1e-4, (x + 1e-3)^2 - x^2 at 50; their right backwards FAILED, in full mode's confirmation too, where full
+    mode's own entries count the measured noise (evaluate.ridders_columns). A failure stands beyond it."""
+    measure = getattr(phi_many, "noise", None)
+    if measure is None or not math.isfinite(result["error_bound"]):
+        return judged
+    extra = 1.04 * measure() / step
+    if not extra > 0.0:
+        return judged
+    err = result["error_bound"] + extra
+    result["error_bound"] = err
+    return J.judge(obs, result["numeric"], tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
+                   slopes=pair, precision=precision)
+
+
+def _reproduced(phi_many: Batched, judged: J.Judged, result: dict[str, Any], obs: float, tol: ToleranceUsed,
+                h0: float, perturbation: float, dot_rounding: float, natural: float,
+                pair: tuple[torch.Tensor, ...] | None, precision: str) -> J.Judged:
+    """A failure of Ridders' estimate (*result*'s numeric and error bound, from first step *h0*) that stands after
+    :func:`_measured`, judged again where a second tableau from 3/4 of that step disagrees with it beyond its
+    bound. The measured rounding moves the inputs by whole ulps of their order-one size, and a function that
+    rounds on a grid of that period (log(1 + x) - x at 1e-4: 1 + x rounds at eps, the same error after a move of
+    2 eps) shows none there; a float64 sum that absorbs most of a term of 1e-12 beside 1 is a staircase of 2.2e-16
+    in f, flat at every such move. The second tableau sees the same truncation, nearly, and other rounding: their
+    difference is the noise at this scale (as digamma's exact steps measure it). Where they differ by more than the
+    first's allowance term, SAFETY times its bound, that bound does not describe the evidence, and the failure stands
+    only beyond their difference; within it the failure stands as it was (as it does where the second is not
+    finite)."""
+    numeric, err = result["numeric"], result["error_bound"]
+    if not (math.isfinite(numeric) and math.isfinite(err)):
+        return judged
+    other, err2, used, _, _ = ridders_scalar(phi_many, 0.75 * h0, perturbation)
+    result["evaluations"] += used
+    if not (math.isfinite(other) and math.isfinite(err2)):
+        return judged
+    noise = max(err2, abs(other - numeric))
+    if not noise > SAFETY * err:  # within the first's allowance (near a kink of a higher derivative, |x|^2.5 at 0.01,
+        return judged  # the two differ by their truncation: widened by that, bugs of 1e-8 passed that fail)
+    result["error_bound"] = noise
+    return J.judge(obs, numeric, tol, observed_bound=dot_rounding, reference_bound=noise, scale=natural, slopes=pair,
+                   precision=precision)
 
 
 def _consistent(judged: J.Judged) -> float:
@@ -536,7 +639,7 @@ def _scalar_phi(problem: Problem, j: int, xv: float, uv: float, ws: list[float],
             if memo is not None and _keeps(memo, ts):
                 memo[tuple(ts)] = rows
         return _scalar_weighted(rows, ws)
-    return _with_exact(_with_unit(phi_many, problem), xv, uv)
+    return _with_exact(_with_noise(_with_unit(phi_many, problem), problem, ws), xv, uv)
 
 
 def _scalar_weighted(rows: list[list[float]], ws: list[float]) -> tuple[list[float], float]:
@@ -701,8 +804,14 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
                                                else o.to(torch.float64).reshape(len(ts), -1) for o in got])
                 if memo is not None and _keeps(memo, ts):
                     memo[tuple(ts)] = outs
+            if base is not None:
+                last[:] = [outs]
             return _weighted(outs, ws) if base is None else _weighted_moving(outs, ws, base)
-        marked = _with_unit(phi_many, problem)
+        last: list[list[torch.Tensor]] = []  # the outputs of the latest batch: which elements the steps move
+
+        def moved() -> list[torch.Tensor | None]:
+            return [(o != b).any(0) for o, b in zip(last[0], base)] if last and base is not None else [None] * len(ws)
+        marked = _with_noise(_with_unit(phi_many, problem), problem, ws, moved if base is not None else None)
         if x.numel() == 1 and x.dtype == torch.float64 and u.dtype == torch.float64:  # as _scalar_phi
             marked = _with_exact(marked, x.item(), u.item())
         return marked
@@ -996,7 +1105,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
                     _as_float64(torch.stack([r[k] for r in rows]).reshape(len(ts), -1))
                     for k in range(len(problem.outputs))])
             return _scalar_weighted(got, [v.item() for v in ws]) if scalars else _weighted(got, ws)
-        return _with_unit(phi_many, problem)
+        return _with_noise(_with_unit(phi_many, problem), problem, ws)
 
     names = ", ".join(problem.names[j] for j, _, _ in parts)
     found = []

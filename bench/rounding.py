@@ -1,0 +1,157 @@
+"""Functions that round like their terms, not like their values: right backwards (autograd's own) of functions
+that compute small outputs from large intermediates, checked by torch.autograd.gradcheck (slow mode) and ga.check
+in full and directional mode, at several points and seeds.
+
+A cancellation (a naive variance, mean(x^2) - mean(x)^2, at 100 +- 0.01: an output of 3e-5 from squares of 1e4,
+off by about 2e-12), a sum that absorbs a small term (1 + 1e-12 sin x, less 1: a staircase of 2.2e-16 in f), a
+lower-precision cast inside a float64 function (tanh(x.half())): each is differentiable in the mathematics and its
+backward is right, but no finite difference of its float64 evaluation sees that derivative to the default
+tolerance's 1e-8. A right backward should pass or be inconclusive; a failure here is a false alarm. Verdicts only,
+no timing.
+
+    python bench/rounding.py                   # about a minute on one core
+    python bench/rounding.py --families variance,log1p --seeds 5 --out rounding.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+TOOLS = ("gradcheck", "full", "directional")
+POINTS = 4
+
+
+def families() -> dict[str, tuple[str, Callable[..., Any], Callable[[int], Any]]]:
+    """name: (what it is, the function, the point k of POINTS)."""
+    import torch
+
+    f64 = torch.float64
+
+    def around(centre: float, seed: int) -> Callable[[int], Any]:
+        return lambda k: centre + 0.01 * torch.randn(6, generator=torch.Generator().manual_seed(seed + k), dtype=f64)
+
+    def uniform(lo: float, hi: float, n: int, seed: int) -> Callable[[int], Any]:
+        return lambda k: lo + (hi - lo) * torch.rand(n, generator=torch.Generator().manual_seed(seed + k), dtype=f64)
+
+    def variance(a: Any) -> Any:
+        return (a * a).mean() - a.mean() ** 2
+
+    return {
+        "variance": ("mean(x^2) - mean(x)^2 at 100 +- 0.01", variance, around(100.0, 100)),
+        "variance-1000": ("the same at 1000 +- 0.01", variance, around(1000.0, 100)),
+        "variance-mean": ("[the same, mean(x)] at 100 +- 0.01",
+                          lambda a: torch.stack([variance(a), a.mean()]), around(100.0, 100)),
+        "square-difference": ("(x + 1e-3)^2 - x^2 at 50 ... 51", lambda a: (a + 1e-3) ** 2 - a ** 2,
+                              uniform(50.0, 51.0, 5, 300)),
+        "log1p": ("log(1 + x) - x at 5e-5 ... 1.5e-4", lambda a: torch.log(1 + a) - a, uniform(5e-5, 1.5e-4, 5, 300)),
+        "absorbed": ("(1 + 1e-12 sin x) - 1 at -1 ... 1", lambda a: (1 + 1e-12 * torch.sin(a)) - 1,
+                     uniform(-1.0, 1.0, 5, 200)),
+        "float16": ("tanh(x.half()) in float64 at -1 ... 1", lambda a: torch.tanh(a.half().float()).double(),
+                    uniform(-1.0, 1.0, 5, 400)),
+        "float32": ("exp(x.float()) in float64 at -1 ... 1", lambda a: torch.exp(a.float()).double(),
+                    uniform(-1.0, 1.0, 5, 400)),
+    }
+
+
+def verdict(tool: str, fn: Callable[..., Any], x: Any, seed: int) -> str:
+    import torch
+    from torch.autograd.gradcheck import GradcheckError
+
+    import gradaudit as ga
+
+    if tool == "gradcheck":
+        try:
+            return "pass" if torch.autograd.gradcheck(fn, (x,)) else "fail"
+        except GradcheckError:
+            return "fail"
+        except Exception:  # noqa: BLE001 - a crash is a verdict here
+            return "error"
+    return str(ga.check(fn, (x,), mode=tool, seed=seed).verdict)
+
+
+def cases(names: list[str], seeds: int) -> Iterator[tuple[str, int, int, Any, Callable[..., Any]]]:
+    table = families()
+    for name in names:
+        _, fn, point = table[name]
+        for k in range(POINTS):
+            x = point(k)
+            for seed in range(seeds):
+                yield name, k, seed, x, fn
+
+
+def run(names: list[str], seeds: int, out: Path | None) -> list[dict[str, Any]]:
+    rows = []
+    handle = out.open("w") if out else None
+    try:
+        for name, k, seed, x, fn in cases(names, seeds):
+            # gradcheck draws nothing at random: its verdict is the same at every seed
+            row = {"family": name, "point": k, "seed": seed,
+                   **{tool: (rows[-1][tool] if tool == "gradcheck" and seed else
+                             verdict(tool, fn, x.clone().requires_grad_(True), seed)) for tool in TOOLS}}
+            rows.append(row)
+            if handle:
+                handle.write(json.dumps(row) + "\n")
+                handle.flush()
+    finally:
+        if handle:
+            handle.close()
+    return rows
+
+
+def summary(rows: list[dict[str, Any]]) -> str:
+    table = families()
+    lines = ["right backwards: pass / inconclusive / fail (error) per tool, over points x seeds", "",
+             "| function | checks | gradcheck (slow) | full | directional |", "|---|---:|---|---|---|"]
+    for name in dict.fromkeys(r["family"] for r in rows):
+        mine = [r for r in rows if r["family"] == name]
+        cells = []
+        for tool in TOOLS:
+            c = Counter(r[tool] for r in mine)
+            errors = f" ({c['error']})" if c["error"] else ""
+            cells.append(f"{c['pass']} / {c['inconclusive']} / {c['fail']}{errors}")
+        lines.append(f"| {table[name][0]} | {len(mine)} | " + " | ".join(cells) + " |")
+    for tool in ("full", "directional"):
+        alarms = sum(r[tool] == "fail" for r in rows)
+        lines.append(f"\n{tool}: {alarms} false alarm(s) in {len(rows)} checks of right backwards")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--families", help="comma-separated names (default: all): " + ", ".join(
+        ["variance", "variance-1000", "variance-mean", "square-difference", "log1p", "absorbed", "float16",
+         "float32"]))
+    parser.add_argument("--seeds", type=int, default=3, help="seeds per point (default 3)")
+    parser.add_argument("--out", type=Path, help="also write one JSON line per check")
+    args = parser.parse_args(argv)
+    known = list(families())
+    names = known if not args.families else [n.strip() for n in args.families.split(",") if n.strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown or args.seeds < 1:
+        print(f"bench/rounding.py: unknown family {unknown[0]!r}; known: {', '.join(known)}." if unknown else
+              f"bench/rounding.py: --seeds must be at least 1; got {args.seeds}.", file=sys.stderr)
+        return 2
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # gradcheck warns on some of these; its verdict is what counts
+            rows = run(names, args.seeds, args.out)
+    finally:
+        torch.set_num_threads(threads)
+    print(summary(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
