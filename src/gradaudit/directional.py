@@ -471,6 +471,10 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
         if int(judged.verdict) == J.FAIL and not reproduced:
             judged = _reproduced(phi_many, judged, result, obs, tol, h_at, perturbation, dot_rounding, natural, pair,
                                  precision)
+        if (int(judged.verdict) == J.FAIL and pair is not None and float(pair[0]) == 0.0 == float(pair[1])
+                and result["numeric"] != 0.0):
+            judged = _quantized(phi_many, judged, result, obs, tol, EPS64 ** 0.5 * scale, h_at, t_at, dot_rounding,
+                                natural, pair, precision)
     if result["scheme"] != "richardson (h, 2h)" and _unresolved(judged, result["error_bound"], result["numeric"], tol,
                                                                   precision):
         # a pass of Ridders coarser than the promise stands only where the slopes show a smooth function (J.rough),
@@ -542,6 +546,35 @@ def _reproduced(phi_many: Batched, judged: J.Judged, result: dict[str, Any], obs
     result["error_bound"] = noise
     return J.judge(obs, numeric, tol, observed_bound=dot_rounding, reference_bound=noise, scale=natural, slopes=pair,
                    precision=precision)
+
+
+def _quantized(phi_many: Batched, judged: J.Judged, result: dict[str, Any], obs: float, tol: ToleranceUsed,
+               t: float, h0: float, step: float, dot_rounding: float, natural: float,
+               pair: tuple[torch.Tensor, ...], precision: str) -> J.Judged:
+    """A failure where the one-sided slopes at *t* are exactly 0 while Ridders' estimate (from first step *h0*, its
+    last quotient at *step*) is not: phi is a staircase at the slopes' scale (a float64 sum that absorbs most of a
+    small term, 1 + 1e-12 sin x less 1, moves in quanta of 2.2e-16; a float16 cast inside), and each value Ridders
+    divides by its step is off by up to a quantum, which its bound (phi's rounding at eps of its terms) does not
+    count, and which a second tableau misses where the columns of both quantize to the same values. The quantum is
+    measured: phi at 2t, 4t, ... below *h0*, whose first change from phi(0) is one or two quanta; the failure stands
+    only beyond twice that over *step*. Where phi moves at none of them, nothing below the first step shows a slope,
+    and the bound is the estimate's own size (inconclusive)."""
+    ts: list[float] = []
+    probe = 2 * t
+    while probe < h0 and len(ts) < 64:
+        ts.append(probe)
+        probe *= 2
+    if not ts:
+        return judged
+    values, _ = phi_many([0.0] + ts)
+    result["evaluations"] += len(ts) + 1
+    start = values[0]
+    moved = [abs(v - start) for v in values[1:] if v != start and math.isfinite(v)]
+    extra = 2 * moved[0] / step if moved and math.isfinite(start) else abs(result["numeric"])
+    err = result["error_bound"] + extra
+    result["error_bound"] = err
+    return J.judge(obs, result["numeric"], tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
+                   slopes=pair, precision=precision)
 
 
 def _consistent(judged: J.Judged) -> float:
