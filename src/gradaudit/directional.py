@@ -737,8 +737,8 @@ def _weighted(outs: list[torch.Tensor], ws: list[torch.Tensor]) -> tuple[list[fl
     return total.tolist(), size
 
 
-def _weighted_moving(outs: list[torch.Tensor], ws: list[torch.Tensor], base: list[torch.Tensor]
-                     ) -> tuple[list[float], float]:
+def _weighted_moving(outs: list[torch.Tensor], ws: list[torch.Tensor], base: list[torch.Tensor],
+                     moving: list[torch.Tensor] | None = None) -> tuple[list[float], float]:
     """:func:`_weighted` of the outputs' changes from the point, sum_k v_k . (f_k(x + t u) - f_k(x)) per row
     (phi less the constant phi(0): the same derivative), and the largest 2-norm of the terms v_k f_k of the
     output elements that change at some step: an element the steps leave bitwise where it was (a direction
@@ -750,7 +750,10 @@ def _weighted_moving(outs: list[torch.Tensor], ws: list[torch.Tensor], base: lis
 
     moved = [o - b for o, b in zip(outs, base)]
     weights = [v.reshape(1, -1) for v in ws]
-    terms = [o * (w * (m != 0).any(0, keepdim=True)) for o, m, w in zip(outs, moved, weights)]
+    changed = [(m != 0).any(0, keepdim=True) for m in moved]
+    if moving is not None:  # the elements moved at any step so far, for phi's measured rounding (_with_noise)
+        moving[:] = changed if not moving else [a | c for a, c in zip(moving, changed)]
+    terms = [o * (w * c) for o, c, w in zip(outs, changed, weights)]
     if len(outs) == 1:  # one output: stacking and summing one tensor changes nothing
         total = (moved[0] * weights[0]).sum(1)
         size = float(terms[0].square().sum(1).max()) ** 0.5
@@ -837,13 +840,11 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
                                                else o.to(torch.float64).reshape(len(ts), -1) for o in got])
                 if memo is not None and _keeps(memo, ts):
                     memo[tuple(ts)] = outs
-            if base is not None:
-                last[:] = [outs]
-            return _weighted(outs, ws) if base is None else _weighted_moving(outs, ws, base)
-        last: list[list[torch.Tensor]] = []  # the outputs of the latest batch: which elements the steps move
+            return _weighted(outs, ws) if base is None else _weighted_moving(outs, ws, base, moving)
+        moving: list[torch.Tensor] = []  # (along part of an input) the output elements some step has moved so far
 
         def moved() -> list[torch.Tensor | None]:
-            return [(o != b).any(0) for o, b in zip(last[0], base)] if last and base is not None else [None] * len(ws)
+            return [m.reshape(-1) for m in moving] if moving else [None] * len(ws)
         marked = _with_noise(_with_unit(phi_many, problem), problem, ws, moved if base is not None else None)
         if x.numel() == 1 and x.dtype == torch.float64 and u.dtype == torch.float64:  # as _scalar_phi
             marked = _with_exact(marked, x.item(), u.item())
