@@ -466,15 +466,18 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
         # (not where the estimate already comes with that second tableau: digamma 1e-4 from its pole, where moves of a
         # few ulps read its rounding as 2e-8 (tan(pi x) inside), its largest, while two tableaus agree to 8e-6 of a
         # slope of 1.4e4 and a bug of 1e-8 (1.4e-4) fails; over the last step, that largest rounding passed it)
-        if int(judged.verdict) == J.FAIL and not reproduced:
-            judged = _measured(phi_many, judged, result, obs, tol, t_at, dot_rounding, natural, pair, precision)
-        if int(judged.verdict) == J.FAIL and not reproduced:
-            judged = _reproduced(phi_many, judged, result, obs, tol, h_at, perturbation, dot_rounding, natural, pair,
-                                 precision)
-        if (int(judged.verdict) == J.FAIL and pair is not None and float(pair[0]) == 0.0 == float(pair[1])
-                and result["numeric"] != 0.0):
-            judged = _quantized(phi_many, judged, result, obs, tol, EPS64 ** 0.5 * scale, h_at, t_at, dot_rounding,
-                                natural, pair, precision)
+        checks = [] if reproduced else [lambda: _measured(phi_many, result, t_at),
+                                        lambda: _reproduced(phi_many, result, h_at, perturbation)]
+        if pair is not None and float(pair[0]) == 0.0 == float(pair[1]) and result["numeric"] != 0.0:
+            checks.append(lambda: _quantized(phi_many, result, EPS64 ** 0.5 * scale, h_at, t_at))
+        for wider in checks:  # each only where the failure still stands, judged again on the bound it returns
+            if int(judged.verdict) != J.FAIL:
+                break
+            bound = wider()
+            if bound is not None:
+                result["error_bound"] = bound
+                judged = J.judge(obs, result["numeric"], tol, observed_bound=dot_rounding, reference_bound=bound,
+                                 scale=natural, slopes=pair, precision=precision)
     if result["scheme"] != "richardson (h, 2h)" and _unresolved(judged, result["error_bound"], result["numeric"], tol,
                                                                   precision):
         # a pass of Ridders coarser than the promise stands only where the slopes show a smooth function (J.rough),
@@ -499,82 +502,66 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     return result
 
 
-def _measured(phi_many: Batched, judged: J.Judged, result: dict[str, Any], obs: float, tol: ToleranceUsed,
-              step: float, dot_rounding: float, natural: float, pair: tuple[torch.Tensor, ...] | None,
-              precision: str) -> J.Judged:
-    """A failure of Ridders' estimate (*result*'s numeric and error bound, its last quotient at *step*) judged again
-    with phi's rounding as measured (:func:`_with_noise`), where it is known, added to the bound. The bound counts
-    phi's rounding at eps of its terms, and a function whose terms cancel rounds like the terms, not like its
-    value: a mean of squares less a squared mean (an output of 3e-5 from squares of 1e4, off by 2e-12), log(1 + x) - x
-    at 1e-4, (x + 1e-3)^2 - x^2 at 50; their right backwards FAILED, in full mode's confirmation too, where full
+def _measured(phi_many: Batched, result: dict[str, Any], step: float) -> float | None:
+    """For a failure of Ridders' estimate (*result*'s numeric and error bound, its last quotient at *step*): the bound
+    with phi's rounding as measured (:func:`_with_noise`) added, where it is known (None: no change). The bound
+    counts phi's rounding at eps of its terms, and a function whose terms cancel rounds like the terms, not like its
+    value: a mean of squares less a squared mean (an output of 3e-5 from squares of 1e4, off by 2e-12), log(1 + x) -
+    x at 1e-4, (x + 1e-3)^2 - x^2 at 50; their right backwards FAILED, in full mode's confirmation too, where full
     mode's own entries count the measured noise (evaluate.ridders_columns). A failure stands beyond it."""
     measure = getattr(phi_many, "noise", None)
     if measure is None or not math.isfinite(result["error_bound"]):
-        return judged
+        return None
     extra = 1.04 * measure() / step
-    if not extra > 0.0:
-        return judged
-    err = result["error_bound"] + extra
-    result["error_bound"] = err
-    return J.judge(obs, result["numeric"], tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
-                   slopes=pair, precision=precision)
+    return result["error_bound"] + extra if extra > 0.0 else None
 
 
-def _reproduced(phi_many: Batched, judged: J.Judged, result: dict[str, Any], obs: float, tol: ToleranceUsed,
-                h0: float, perturbation: float, dot_rounding: float, natural: float,
-                pair: tuple[torch.Tensor, ...] | None, precision: str) -> J.Judged:
-    """A failure of Ridders' estimate (*result*'s numeric and error bound, from first step *h0*) that stands after
-    :func:`_measured`, judged again where a second tableau from 3/4 of that step disagrees with it beyond its
-    bound. The measured rounding moves the inputs by whole ulps of their order-one size, and a function that
-    rounds on a grid of that period (log(1 + x) - x at 1e-4: 1 + x rounds at eps, the same error after a move of
-    2 eps) shows none there; a float64 sum that absorbs most of a term of 1e-12 beside 1 is a staircase of 2.2e-16
-    in f, flat at every such move. The second tableau sees the same truncation, nearly, and other rounding: their
-    difference is the noise at this scale (as digamma's exact steps measure it). Where they differ by more than the
-    first's allowance term, SAFETY times its bound, that bound does not describe the evidence, and the failure stands
-    only beyond their difference; within it the failure stands as it was (as it does where the second is not
-    finite)."""
+def _reproduced(phi_many: Batched, result: dict[str, Any], h0: float, perturbation: float) -> float | None:
+    """For a failure of Ridders' estimate (*result*'s numeric and error bound, from first step *h0*) that stands after
+    :func:`_measured`: the bound a second tableau from 3/4 of that step shows, where it disagrees with the first
+    beyond its bound (None: no change). The measured rounding moves the inputs by whole ulps of their order-one
+    size, and a function that rounds on a grid of that period (log(1 + x) - x at 1e-4: 1 + x rounds at eps, the same
+    error after a move of 2 eps) shows none there; a float64 sum that absorbs most of a term of 1e-12 beside 1 is a
+    staircase of 2.2e-16 in f, flat at every such move. The second tableau sees the same truncation, nearly, and
+    other rounding: their difference is the noise at this scale (as digamma's exact steps measure it). Where they
+    differ by more than the first's allowance term, SAFETY times its bound, that bound does not describe the
+    evidence, and the failure stands only beyond their difference; within it the failure stands as it was (as it
+    does where the second is not finite)."""
     numeric, err = result["numeric"], result["error_bound"]
     if not (math.isfinite(numeric) and math.isfinite(err)):
-        return judged
+        return None
     other, err2, used, _, _ = ridders_scalar(phi_many, 0.75 * h0, perturbation)
     result["evaluations"] += used
     if not (math.isfinite(other) and math.isfinite(err2)):
-        return judged
+        return None
     noise = max(err2, abs(other - numeric))
-    if not noise > SAFETY * err:  # within the first's allowance (near a kink of a higher derivative, |x|^2.5 at 0.01,
-        return judged  # the two differ by their truncation: widened by that, bugs of 1e-8 passed that fail)
-    result["error_bound"] = noise
-    return J.judge(obs, numeric, tol, observed_bound=dot_rounding, reference_bound=noise, scale=natural, slopes=pair,
-                   precision=precision)
+    # within the first's allowance (near a kink of a higher derivative, |x|^2.5 at 0.01, the two differ by their
+    # truncation: widened by that, bugs of 1e-8 passed that fail) the failure stands as it was
+    return noise if noise > SAFETY * err else None
 
 
-def _quantized(phi_many: Batched, judged: J.Judged, result: dict[str, Any], obs: float, tol: ToleranceUsed,
-               t: float, h0: float, step: float, dot_rounding: float, natural: float,
-               pair: tuple[torch.Tensor, ...], precision: str) -> J.Judged:
-    """A failure where the one-sided slopes at *t* are exactly 0 while Ridders' estimate (from first step *h0*, its
-    last quotient at *step*) is not: phi is a staircase at the slopes' scale (a float64 sum that absorbs most of a
-    small term, 1 + 1e-12 sin x less 1, moves in quanta of 2.2e-16; a float16 cast inside), and each value Ridders
-    divides by its step is off by up to a quantum, which its bound (phi's rounding at eps of its terms) does not
-    count, and which a second tableau misses where the columns of both quantize to the same values. The quantum is
-    measured: phi at 2t, 4t, ... below *h0*, whose first change from phi(0) is one or two quanta; the failure stands
-    only beyond twice that over *step*. Where phi moves at none of them, nothing below the first step shows a slope,
-    and the bound is the estimate's own size (inconclusive)."""
+def _quantized(phi_many: Batched, result: dict[str, Any], t: float, h0: float, step: float) -> float | None:
+    """The bound for a failure where the one-sided slopes at *t* are exactly 0 while Ridders' estimate (from first step
+    *h0*, its last quotient at *step*) is not: phi is a staircase at the slopes' scale (a float64 sum that absorbs
+    most of a small term, 1 + 1e-12 sin x less 1, moves in quanta of 2.2e-16; a float16 cast inside), and each value
+    Ridders divides by its step is off by up to a quantum, which its bound (phi's rounding at eps of its terms) does
+    not count, and which a second tableau misses where the columns of both quantize to the same values. The quantum
+    is measured: phi at 2t, 4t, ... below *h0*, whose first change from phi(0) is one or two quanta; the failure
+    stands only beyond twice that over *step*. Where phi moves at none of them, nothing below the first step shows a
+    slope, and the bound is the estimate's own size (inconclusive)."""
     ts: list[float] = []
     probe = 2 * t
     while probe < h0 and len(ts) < 64:
         ts.append(probe)
         probe *= 2
     if not ts:
-        return judged
+        return None
     values, _ = phi_many([0.0] + ts)
     result["evaluations"] += len(ts) + 1
     start = values[0]
     moved = [abs(v - start) for v in values[1:] if v != start and math.isfinite(v)]
     extra = 2 * moved[0] / step if moved and math.isfinite(start) else abs(result["numeric"])
-    err = result["error_bound"] + extra
-    result["error_bound"] = err
-    return J.judge(obs, result["numeric"], tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
-                   slopes=pair, precision=precision)
+    return result["error_bound"] + extra
 
 
 def _consistent(judged: J.Judged) -> float:
