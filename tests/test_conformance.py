@@ -2271,3 +2271,76 @@ def test_a_staircase_whose_ridders_columns_quantize_is_never_a_failure_in_direct
         for seed in range(3):
             res = ga.check(fn, (x.clone().requires_grad_(),), mode="directional", seed=seed)
             assert res.verdict != "fail", (k, seed, res.report())
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("scale", [1e-9, 1e-12, 1e-15])
+def test_a_function_whose_outputs_are_all_small_is_judged_alike_in_every_mode(mode, scale):
+    """c sin x with c of 1e-9 and below: every entry (c cos x) lies below full mode's rounding floor, eps max(1, |f|)
+    over its step, which exempted it from resolution, and a backward 50% off at one element PASSED full and auto
+    mode while directional mode, whose weights 1 / max(1, |f|) leave the projection of order c, failed it (one
+    judge broken). An entry within its allowance that moves its output by 1e-8 of the output's own size, |J|
+    max(1, |x|) >= 1e-8 |f|, is now open, and full mode's projection along its column decides: a bug of 1e-8 or
+    of 50% at one element fails in every mode, the right backward passes."""
+    x = torch.tensor([0.9256, -0.7268, -0.9964, -0.6455, 0.6564], dtype=F64)
+
+    def fn(a):
+        return scale * torch.sin(a)
+
+    assert ga.check(fn, (x.clone().requires_grad_(),), mode=mode).verdict == "pass"
+    for off in (1e-8, 0.5):
+        res = ga.check(_element_off(fn, off, 3), (x.clone().requires_grad_(),), mode=mode)
+        assert res.verdict == "fail", (off, res.report())
+
+
+def test_an_entry_far_below_its_outputs_neighbours_still_fails_when_wrong_in_full_mode():
+    """exp(c x) with c from 0.01 to 88: outputs from 6e-24 to 6e27, and element 3's entry 5e-22 sits below full
+    mode's floor (eps max(1, |f|) over its step). A backward 50% off there PASSED full mode silently; it now fails,
+    located at element 3 (its output is 6e-24, the entry moves it by 80 times itself). (Directional mode passes it:
+    one projection weighs that entry at 1e-24 of the others', and it promises no finer.)"""
+    c = torch.tensor([5.9349e-02, 2.8922e+00, 1.3914e-02, 8.2789e+01, 2.1475e+01, 8.8061e+01, 5.2526e-01, 1.4537e-02],
+                     dtype=F64)
+    x = torch.tensor([0.9256, -0.7268, -0.9964, -0.6455, 0.6564, 0.7321, -0.3232, -0.7155], dtype=F64)
+
+    def fn(a):
+        return torch.exp(c * a)
+
+    for seed in range(3):
+        assert ga.check(fn, (x.clone().requires_grad_(),), mode="full", seed=seed).verdict == "pass", seed
+        res = ga.check(_element_off(fn, 0.5, 3), (x.clone().requires_grad_(),), mode="full", seed=seed)
+        assert res.verdict == "fail", (seed, res.report())
+        assert {m.element for m in res.mismatches} == {(3,)}, res.report()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_outputs_a_projection_leaves_bitwise_still_do_not_fail_a_right_backward(mode):
+    """100 + 1e-14 sin x beside 1e-19 exp(x0): the second output's entry is open (it moves its output by its own
+    size), and full mode projects along column 0 alone. The first output's entry there, 1e-14 cos x0, moves 100 by
+    1e-16 at Ridders' largest step, below its spacing (1.4e-14): no step moves it, phi sees only the small output,
+    and autograd's vᵀJu holds 1e-16 more, which FAILED the right backward (multi_head_attention_forward's OpInfo
+    sample 0, which gradcheck passes, the same way: attention outputs of 100 beside softmax weights of 1e-19). Those
+    still elements' share of autograd's projection (one backward with the moved elements' weights set to 0), as far
+    as their spacing over the step allows, now widens a failure's bound."""
+    def fn(a):
+        return torch.cat([100 + 1e-14 * torch.sin(a), 1e-19 * torch.exp(a[:1])])
+
+    x = torch.tensor([0.3, -0.7, 0.9], dtype=F64)
+    for seed in range(3):
+        res = ga.check(fn, (x.clone().requires_grad_(),), mode=mode, seed=seed)
+        assert res.verdict == "pass", (seed, res.report())
+    # and a bug in what the steps do see still fails: the small output's gradient 1% off
+    class Off(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return fn(a)
+
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved_tensors
+            d = g[:3] * 1e-14 * torch.cos(a)
+            d[0] += g[3] * 1e-19 * torch.exp(a[0]) * 1.01
+            return d
+
+    res = ga.check(Off.apply, (x.clone().requires_grad_(),), mode="full")
+    assert res.verdict == "fail", res.report()

@@ -280,10 +280,16 @@ def _count_unresolved(terms: torch.Tensor | list[float], fixed: torch.Tensor | N
 EPS64 = 2.220446049250313e-16  # float64 machine epsilon, as torch.finfo(torch.float64).eps
 
 
-def _unresolved_entries(size: torch.Tensor, evidence: torch.Tensor, tol: ToleranceUsed) -> torch.Tensor:
+def _unresolved_entries(size: torch.Tensor, evidence: torch.Tensor, tol: ToleranceUsed,
+                        below: torch.Tensor | None = None) -> torch.Tensor:
     """Entries |J| = *size* worth resolving (above their allowance) whose quick-stage *evidence* is coarser than
-    RESOLVE of them: :func:`_unresolved_terms`' rule."""
-    return (size > evidence + tol.atol + tol.rtol * size) & (evidence > RESOLVE * size)
+    RESOLVE of them: :func:`_unresolved_terms`' rule; with *below* (RESOLVE |f_r| / max(1, |x_c|)), also the
+    non-zero entries within their allowance that move their output by at least RESOLVE of its own size."""
+    worth = size > evidence + tol.atol + tol.rtol * size
+    picked = worth & (evidence > RESOLVE * size)
+    if below is not None:
+        picked |= ~worth & (size > 0) & (size >= below)
+    return picked
 
 
 TINY_TERM = 5e-324  # an unresolved entry's term where its output weight is 0 (a non-finite output): not "resolved"
@@ -355,7 +361,13 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
     (*seen*: found.seen, those above SEEN RESOLVE of it), the backward is known there only to within d plus the
     evidence: the entry is unresolved where evidence + d exceeds RESOLVE |J_rc| (as the projections' own rule,
     directional._consistent, adds their disagreement); and a column's term is no larger than the sum of its open
-    entries' (:func:`_with_sums`). With *seen* None (full()'s decisions, as before the fourteenth session) neither."""
+    entries' (:func:`_with_sums`). With *seen* None (full()'s decisions, as before the fourteenth session) neither.
+
+    With *seen* too, an entry within its allowance is unresolved where it moves its output by RESOLVE of the
+    output's own size over a move of its input's, |J_rc| max(1, |x_c|) >= RESOLVE |f_r|: the allowance counts
+    rounding at eps max(1, |f|), and where every output is far below one it exempted every entry (1e-9 sin x: a
+    backward 50% off at one element passed full mode, and directional mode, whose weights leave its projection of
+    order 1e-9, failed it; exp(c x)'s entry of 5e-22 beside outputs of 6e27, silently)."""
     import torch
 
     x = problem.inputs[j]
@@ -384,7 +396,8 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
             return None
         unit = SAFETY * ROUNDING_ULPS * torch.finfo(problem.outputs[0].dtype).eps
         evidence = unit * problem.f_size(0)[banded.rows] / (base * problem.x_size(j)[banded.cols])
-        picked = _unresolved_entries(banded.analytic.abs(), evidence, tol)
+        below = (RESOLVE * problem.f_scale(0)[banded.rows] / problem.x_size(j)[banded.cols]) if summed else None
+        picked = _unresolved_entries(banded.analytic.abs(), evidence, tol, below)
         term = vs[0].reshape(-1).to(torch.float64)[banded.rows] * banded.analytic
         terms.scatter_reduce_(0, banded.cols[picked], term[picked].abs().clamp_min_(TINY_TERM), reduce="amin")
         sums.index_add_(0, banded.cols[picked], term[picked])
@@ -395,12 +408,15 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
         if a is None or not a.numel() or not out.is_floating_point():
             continue
         fs = problem.f_size(k).reshape(-1, 1)
+        fa = problem.f_scale(k).reshape(-1, 1) * RESOLVE if summed else None
+        xs = problem.x_size(j).reshape(1, -1)
         weight = vs[k].reshape(-1, 1).to(torch.float64)
         unit = SAFETY * ROUNDING_ULPS * torch.finfo(out.dtype).eps
         step = max(1, (1 << 18) // max(1, a.shape[1]))  # rows at a time: a few MB of temporaries, not M x N
         for r in range(0, a.shape[0], step):
             size = a[r:r + step].abs()
-            picked = _unresolved_entries(size, unit * fs[r:r + step] / h, tol)
+            picked = _unresolved_entries(size, unit * fs[r:r + step] / h, tol,
+                                         None if fa is None else fa[r:r + step] / xs)
             if bool(picked.any()):
                 term = torch.where(picked, a[r:r + step] * weight[r:r + step], 0.0)
                 terms = torch.minimum(terms, torch.where(picked, term.abs().clamp_min_(TINY_TERM), math.inf).amin(0))
@@ -444,14 +460,17 @@ def _unresolved_terms_small(problem: Problem, j: int, analytic: dict[tuple[int, 
         a = analytic.get((j, k))
         if a is None or not a.numel():
             continue
-        rows = [max(abs(f), 1.0) for f in out.reshape(-1).tolist()]
+        values = [abs(f) for f in out.reshape(-1).tolist()]
+        rows = [max(f, 1.0) for f in values]
         weights = vs[k].reshape(-1).tolist()
         for i, value in enumerate(a.reshape(-1).tolist()):
             r, c = divmod(i, width)
             size = abs(value)
             evidence = unit * rows[r] / (base * xs[c])
             seen_diff = differences.get((k, i), 0.0)
-            if size > evidence + tol.atol + tol.rtol * size and evidence + seen_diff > RESOLVE * size:
+            worth = size > evidence + tol.atol + tol.rtol * size
+            if ((worth and evidence + seen_diff > RESOLVE * size)
+                    or (summed and not worth and size > 0 and size >= RESOLVE * values[r] / xs[c])):
                 term = value * weights[r]
                 terms[c] = min(terms[c], max(abs(term), TINY_TERM))
                 sums[c] += term
