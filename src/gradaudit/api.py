@@ -724,6 +724,8 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
         _say_held(problem, found[j], grads[pos])
         if any(d is not None for d in dead):
             _say_dead(problem, found[j], dead)
+    if problem.side_evaluations:  # (the outputs' rounding measured, vmap's rows confirmed: evidence too)
+        info["evaluations"] = info.get("evaluations", 0) + problem.side_evaluations
     records, findings = [], []
     for j in problem.diff:
         found[j].extra[:0] = extra.get(j, [])

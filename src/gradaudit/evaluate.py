@@ -59,6 +59,9 @@ class Problem:
     vmap: dict[int, bool] = field(default_factory=dict)  # per input: vmap works and agrees (decided once)
     used: dict[int, list[bool]] = field(default_factory=dict)  # per output: which checked inputs autograd reaches
     _noise: list[torch.Tensor] | None = None
+    # calls made for the evidence outside a stage's own count: the outputs' rounding measured (measure_noise) and the
+    # plain calls that confirm a vmap batch (_confirm); added to info["evaluations"] once, at the end of a check
+    side_evaluations: int = 0
     _f_scale: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     _f_size: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     _x_size: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
@@ -391,6 +394,7 @@ def measure_noise(problem: Problem) -> list[torch.Tensor]:
                     size = x.detach().abs().to(torch.float64).nan_to_num(nan=1.0, posinf=1.0).clamp_min(1.0)
                     xs[j] = x + (sign * 2 * k * eps * signs[j] * size).to(x.dtype)
                 pair.append(problem.call(*xs))
+                problem.side_evaluations += 1
             for i, (up, down, f0) in enumerate(zip(pair[0], pair[1], problem.outputs)):
                 base = f0.reshape(-1).to(torch.float64)
                 second = ((up.detach().reshape(-1).to(torch.float64) - base)
@@ -483,6 +487,7 @@ def _confirm(problem: Problem, j: int, batch: torch.Tensor, outs: list[torch.Ten
     (or the same row everywhere) is caught here, and the loop is used instead."""
     for row in (0, batch.shape[0] - 1):
         plain = problem.call(*problem.with_input(j, batch[row].clone()))
+        problem.side_evaluations += 1
         for k, (o, p) in enumerate(zip(outs, plain)):
             if not _agree(o[row], p, problem.noise(k)):
                 info["evaluation"] = "loop"
