@@ -2265,7 +2265,7 @@ def test_a_staircase_whose_ridders_columns_quantize_is_never_a_failure_in_direct
     pairs for the sum (11 before the second tableau) and 1 for the cast. Where the one-sided slopes are exactly 0
     and Ridders' estimate is not, the quantum is measured (phi at 2t, 4t, ... until it moves) and a failure stands
     only beyond twice it over the last step: here every check is inconclusive or passes. (Full mode, whose entries
-    judge the cast the same way, still fails it, as gradcheck does.)"""
+    judged the cast the same way, failed it too, as gradcheck does: see the next test.)"""
     for k in range(4):
         x = -1 + 2 * torch.rand(5, generator=torch.Generator().manual_seed(points + k), dtype=F64)
         for seed in range(3):
@@ -2344,3 +2344,24 @@ def test_outputs_a_projection_leaves_bitwise_still_do_not_fail_a_right_backward(
 
     res = ga.check(Off.apply, (x.clone().requires_grad_(),), mode="full")
     assert res.verdict == "fail", res.report()
+
+
+def test_a_float16_cast_inside_a_float64_function_is_never_a_failure_in_full_mode():
+    """tanh(x.half()) in float64 is flat over 5e-4 of x. Full mode's entries, judged by Ridders per column from steps
+    of 1e-2 down to 3e-4, quantize as directional mode's projections did: 0.629246 measured for a slope of 0.644308,
+    with a bound of 1e-12, and the right backward (autograd's, the derivative of the function without the cast)
+    FAILED at every one of these 12 point/seed pairs, where directional mode says inconclusive (one judge broken;
+    gradcheck fails it too). Where the one-sided slopes are exactly 0 and the estimate is not, the stairs' height is
+    measured along the column (f at 2t, 4t, ... until it moves) and a failure stands only beyond twice it over the
+    smallest step: both modes now say inconclusive. They do for a backward 50% off too: stairs of 3e-4 over steps of
+    3e-4 leave the evidence nothing to decide with, and neither mode guesses."""
+    def fn(a):
+        return torch.tanh(a.half().float()).double()
+
+    for k in range(4):
+        x = -1 + 2 * torch.rand(5, generator=torch.Generator().manual_seed(400 + k), dtype=F64)
+        for seed in range(3):
+            res = ga.check(fn, (x.clone().requires_grad_(),), mode="full", seed=seed)
+            assert res.verdict == "inconclusive", (k, seed, res.report())
+        wrong = ga.check(_element_off(fn, 0.5, 2), (x.clone().requires_grad_(),), mode="full")
+        assert wrong.verdict != "pass", (k, wrong.report())

@@ -747,12 +747,14 @@ def halving_steps(x: torch.Tensor, base: float, columns: int) -> torch.Tensor:
 
 
 def ridders_columns(problem: Problem, j: int, cols: torch.Tensor, info: Info, *, base: float = RIDDERS_BASE,
-                    columns: int = RIDDERS_COLUMNS) -> list[tuple[torch.Tensor, torch.Tensor]]:
+                    columns: int = RIDDERS_COLUMNS, steps: list[torch.Tensor] | None = None
+                    ) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Ridders' extrapolation per Jacobian entry of columns *cols* of input j, from central differences
     at steps h0 / 2^k (h0 = base * max(1, |x|)): per output, (value, error bound) as (len(cols), M_k).
 
     The bound is the tableau's own error estimate plus the rounding of the last quotient used,
     noise / h (see :func:`measure_noise`). Steps where the function is not finite are dropped per entry.
+    Into *steps* (per output, the same shape): the step of each entry's last quotient used, h.
     """
     import torch
 
@@ -767,6 +769,8 @@ def ridders_columns(problem: Problem, j: int, cols: torch.Tensor, info: Info, *,
         value, err, used = ridders_tensor(d)
         h_used = _step_of(hs, used)
         out.append((value, err + problem.noise(kk).reshape(1, -1) / h_used))
+        if steps is not None:
+            steps.append(h_used)
     return out
 
 

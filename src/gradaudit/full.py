@@ -1520,13 +1520,14 @@ UNDECIDED = (J.COARSE, J.DISCONTINUITY, J.EVIDENCE_NONFINITE)
 
 def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Tensor, value: torch.Tensor,
             bound: torch.Tensor, sides: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], judged: J.Judged,
-            tol: ToleranceUsed, info: Info) -> tuple[torch.Tensor, torch.Tensor, J.Judged]:
+            tol: ToleranceUsed, info: Info, step: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, J.Judged]:
     """Entries the first tableau left undecided (an error bound too large for the value, a jump inside
     the steps, steps that left the function's domain) get Ridders again from smaller first steps, h0/10,
     h0/100, ...: near a singularity (tan near a pole, asin near 1, polygamma near a pole) the truncation
     error of the large steps dominates, and smaller ones see the smooth function. Per entry the
     estimate with the smallest error bound is kept, and the entry is judged again; an entry that is
-    still undecided stays inconclusive. A real kink (one-sided slopes that differ) is not retried."""
+    still undecided stays inconclusive. A real kink (one-sided slopes that differ) is not retried. *step*: each
+    entry's last Ridders step, (w, M) as *value*, kept with the estimate (:func:`_staircase`)."""
     import torch
 
     from .numeric import RIDDERS_BASE
@@ -1547,7 +1548,8 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
         base /= 10
         cols = undecided.any(dim=0).nonzero().flatten()  # judged is (M, w): columns of this part
         info["ridders_retries"] = info.get("ridders_retries", 0) + len(cols)
-        (v2, b2) = ridders_columns(problem, j, part[cols], info, base=base)[k]  # (w', M)
+        retried: list[torch.Tensor] = []
+        (v2, b2) = ridders_columns(problem, j, part[cols], info, base=base, steps=retried)[k]  # (w', M)
         better = (b2 < bound[cols]) | ~torch.isfinite(bound[cols])
         better &= torch.isfinite(v2) & torch.isfinite(b2)
         # On a staircase (a float32 cast inside a float64 function: one-sided slopes both exactly 0, or an estimate
@@ -1560,11 +1562,14 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
         clash = torch.zeros_like(bound, dtype=torch.bool) if clash is None else clash
         clash[cols] |= outside
         better &= ~outside
-        value, bound = value.clone(), bound.clone()
+        value, bound, step = value.clone(), bound.clone(), step.clone()
         value[cols] = torch.where(better, v2, value[cols])
         bound[cols] = torch.where(better, b2, bound[cols])
+        step[cols] = torch.where(better, retried[k], step[cols])
         judged = J.judge(obs, value.T, tol, reference_bound=bound.T, scale=_scale(problem, j, k, part),
                          slopes=(left.T, right.T, noise.T, trunc.T), precision=_precision(problem, j))
+    if left.numel():
+        value, bound, judged = _staircase(problem, j, k, part, obs, value, bound, sides, judged, tol, info, base, step)
     if clash is not None and bool(clash.any()):
         # a pass the smaller steps could not refine, because they disagree with the larger ones beyond the
         # bounds: the function is not smooth at their scale, and the default tolerance's promise is not kept
@@ -1581,6 +1586,65 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
         if bool(weak.any()):
             judged = judged.undecided(weak, J.DISCONTINUITY)
     return value, bound, judged
+
+
+def _staircase(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Tensor, value: torch.Tensor,
+               bound: torch.Tensor, sides: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
+               judged: J.Judged, tol: ToleranceUsed, info: Info, base: float, step: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor, J.Judged]:
+    """Entries of output k along columns *part* that fail where the one-sided slopes are exactly 0 and Ridders'
+    estimate is not: the function is a staircase at the slopes' scale (a float16 cast inside a float64 function,
+    tanh(x.half()): flat over 5e-4 of x), and Ridders' columns, each crossing a few stairs, quantize, often to the
+    same values, so that its tableau claims 1e-12 for an estimate 2% off, and the right backward FAILED (as it does
+    in gradcheck) where directional mode says inconclusive (directional._quantized). The stairs' height is measured
+    as there: f along the column at 2t, 4t, ... below the first step (t = sqrt(eps) max(1, |x|)), whose first change
+    from f(x) is one or two stairs; each quotient Ridders divides by its step is off by up to that, and the bound
+    of such an entry grows by twice it over the step of its estimate's last quotient (*step*, (w, M); where f moves
+    at none of the probes, by |the estimate|). A failure stands beyond that. Over the smallest step any tableau
+    took instead, a float32 cast's bug of 1% that directional mode fails was inconclusive. *base*: the first step's
+    relative size, below which the probes stay."""
+    import torch
+
+    left, right, _, _ = sides
+    stair = (judged.verdict == J.FAIL) & (left.T == 0) & (right.T == 0) & (value.T != 0)  # (M, w)
+    if not bool(stair.any()):
+        return value, bound, judged
+    cols = stair.any(dim=0).nonzero().flatten()
+    quanta = _quanta(problem, j, part[cols], base, info)[k]  # (w', M)
+    extra = torch.where(quanta > 0, 2 * quanta / step[cols], value[cols].abs())
+    bound = bound.clone()
+    bound[cols] = torch.where(stair.T[cols], bound[cols] + extra, bound[cols])
+    left, right, noise, trunc = sides
+    judged = J.judge(obs, value.T, tol, reference_bound=bound.T, scale=_scale(problem, j, k, part),
+                     slopes=(left.T, right.T, noise.T, trunc.T), precision=_precision(problem, j))
+    return value, bound, judged
+
+
+def _quanta(problem: Problem, j: int, cols: torch.Tensor, base: float, info: Info) -> list[torch.Tensor]:
+    """Per output, (len(cols), M): the first change of each output element from its value at the point when input
+    j's element c moves by 2t, 4t, ... below base max(1, |x_c|) (t = sqrt(eps) max(1, |x_c|)); 0 where none moves
+    it (or only to a non-finite value). One evaluation per probe and column."""
+    import torch
+
+    x = problem.inputs[j].detach()
+    eps = torch.finfo(x.dtype).eps
+    count = max(1, int(math.floor(math.log2(base / eps ** 0.5))))  # 2t ... 2^count t, all below the first step
+    size = problem.x_size(j)[cols]
+    w = len(cols)
+    moves = (eps ** 0.5) * size.reshape(1, -1) * (2.0 ** torch.arange(1, count + 1, dtype=torch.float64)).reshape(-1, 1)
+    batch = x.reshape(1, -1).to(torch.float64).repeat(count * w, 1)
+    rows = torch.arange(count * w)
+    batch[rows, cols.repeat(count)] += moves.reshape(-1)
+    outs = batched_outputs(problem, j, batch.to(x.dtype).reshape(count * w, *x.shape), info)
+    info["evaluations"] = info.get("evaluations", 0) + count * w
+    result = []
+    for out, at in zip(outs, problem.outputs):
+        f = out.reshape(count, w, -1).to(torch.float64)
+        change = (f - at.detach().reshape(1, 1, -1).to(torch.float64)).abs()
+        moved = (change > 0) & torch.isfinite(change)
+        first = moved.to(torch.int8).argmax(dim=0, keepdim=True)  # the first probe that moved it (0 where none)
+        result.append(torch.where(moved.any(dim=0), change.gather(0, first).squeeze(0), 0.0))
+    return result
 
 
 def _unresolved(problem: Problem, j: int, judged: J.Judged, bound: torch.Tensor, tol: ToleranceUsed) -> torch.Tensor:
@@ -1626,7 +1690,8 @@ def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[in
     info["ridders_columns"] = info.get("ridders_columns", 0) + len(cols)
     for a in range(0, len(cols), width):
         part = cols[a:a + width]
-        refined = ridders_columns(problem, j, part, info)
+        used: list[torch.Tensor] = []  # per output, each entry's last Ridders step (_staircase)
+        refined = ridders_columns(problem, j, part, info, steps=used)
         # the slopes decide only entries outside the allowance (a kink or a jump makes them inconclusive):
         # they are measured for the columns holding such an entry, which are then judged with them
         first = []
@@ -1675,6 +1740,7 @@ def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[in
             value, bound, obs = value[bad], bound[bad], obs[:, bad]
             judged = J.judge(obs, value.T, tol, reference_bound=bound.T, scale=_scale(problem, j, k, sub),
                              slopes=(left.T, right.T, noise.T, trunc.T), precision=_precision(problem, j))
-            value, bound, judged = _shrink(problem, j, k, sub, obs, value, bound, sides[k], judged, tol, info)
+            value, bound, judged = _shrink(problem, j, k, sub, obs, value, bound, sides[k], judged, tol, info,
+                                           used[k][bad])
             found.add(judged, obs, value.T, output=k, rows=rows, cols=sub.reshape(1, -1), slopes=(left.T, right.T),
                       kind=kind, note=note)
