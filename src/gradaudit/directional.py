@@ -385,9 +385,27 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
         quick = halved(phi_many, quick, scale, perturbation)
         stage = _stage(obs, quick.value, tol, observed_bound=dot_rounding, reference_bound=quick.err,
                        scale=quick.natural, precision=precision)
+    still = getattr(phi_many, "still", None)  # (along part of an input: _still)
+    moved_share: tuple[float, float] | None = None
+    if stage.judged is None and still is not None:
+        # a disagreement the output elements no step has moved may explain: their share of autograd's vᵀJu left
+        # out where they can hold it, the moved elements' share is what the quick stage measures; it may accept
+        # that (multi_head_attention_forward's sample 0: 4 projections along columns of its query and key whose
+        # quick stages disagreed by 5e-16 there, each then judged by Ridders, 25 evaluations, before the same share
+        # passed it)
+        moved_share = still(2 * quick.h)
+        if moved_share is not None:
+            moved_stage = _stage(moved_share[1], quick.value, tol, observed_bound=dot_rounding,
+                                 reference_bound=quick.err, scale=quick.natural, precision=precision)
+            if settled(moved_stage, quick.trunc):
+                stage, shown = moved_stage, moved_share[1]
+            else:
+                moved_share = None
     natural = quick.natural
     result: dict[str, Any] = {"numeric": quick.value, "error_bound": quick.err, "scheme": _scheme(quick),
                               "evaluations": quick.evaluations, "rounding_floor": floor}
+    if moved_share is not None:
+        result.update(autograd_unmoved=moved_share[0], autograd_moved=moved_share[1])
     if stage.judged is not None and settled(stage, quick.trunc):
         judged = stage.judged
         result["curve"] = quick.trunc * abs(quick.value)
@@ -474,7 +492,6 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
         # along part of an input, phi is the moved output elements' change alone: where those no step moved hold no
         # more of autograd's vᵀJu than their spacing allows, autograd's share of the moved ones is what the estimate
         # measures (_still; first, as it costs no evaluation, and again on each wider bound)
-        still = getattr(phi_many, "still", None)
         shares = still(h_at) if still is not None and int(judged.verdict) == J.FAIL else None
         for wider in [None, *checks]:  # each only where the failure still stands, judged again on its bound
             if int(judged.verdict) != J.FAIL:
