@@ -2293,6 +2293,24 @@ def test_a_function_whose_outputs_are_all_small_is_judged_alike_in_every_mode(mo
         assert res.verdict == "fail", (off, res.report())
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_an_output_large_against_its_slope_is_judged_alike_in_every_mode(mode):
+    """1000 + 1e-6 sin x: every entry (1e-6 cos x) lies below full mode's rounding floor, eps max(1, |f|) = 2e-13
+    over its step of 6e-6, and a backward 10% off at one element (even 100%) PASSED full mode silently, as it
+    passes gradcheck, while directional mode failed it: its projection, at steps of 1e-2, resolves the entry to
+    about 2e-9. Such an entry (it moves its output by more than ten times its rounding over Ridders' first step)
+    is now open, and full mode's projection along its column fails the bug; the right backward passes (with the
+    note that a bug of 1e-8 there may pass: no step resolves that)."""
+    x = -1 + 2 * torch.rand(5, generator=torch.Generator().manual_seed(400), dtype=F64)
+
+    def fn(a):
+        return 1e3 + 1e-6 * torch.sin(a)
+
+    assert ga.check(fn, (x.clone().requires_grad_(),), mode=mode).verdict == "pass"
+    res = ga.check(_element_off(fn, 0.1, 2), (x.clone().requires_grad_(),), mode=mode)
+    assert res.verdict == "fail", res.report()
+
+
 def test_an_entry_far_below_its_outputs_neighbours_still_fails_when_wrong_in_full_mode():
     """exp(c x) with c from 0.01 to 88: outputs from 6e-24 to 6e27, and element 3's entry 5e-22 sits below full
     mode's floor (eps max(1, |f|) over its step). A backward 50% off there PASSED full mode silently; it now fails,

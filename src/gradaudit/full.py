@@ -48,7 +48,7 @@ from .evaluate import (
     steps,
 )
 from .findings import Findings
-from .numeric import truncation
+from .numeric import RIDDERS_BASE, truncation
 from .tolerances import (
     RESOLVE,
     ROUNDING_ULPS,
@@ -283,8 +283,8 @@ EPS64 = 2.220446049250313e-16  # float64 machine epsilon, as torch.finfo(torch.f
 def _unresolved_entries(size: torch.Tensor, evidence: torch.Tensor, tol: ToleranceUsed,
                         below: torch.Tensor | None = None) -> torch.Tensor:
     """Entries |J| = *size* worth resolving (above their allowance) whose quick-stage *evidence* is coarser than
-    RESOLVE of them: :func:`_unresolved_terms`' rule; with *below* (RESOLVE |f_r| / max(1, |x_c|)), also the
-    non-zero entries within their allowance that move their output by at least RESOLVE of its own size."""
+    RESOLVE of them: :func:`_unresolved_terms`' rule; with *below* (per entry, :func:`_unresolved_terms`), also
+    the non-zero entries within their allowance that are at least that."""
     worth = size > evidence + tol.atol + tol.rtol * size
     picked = worth & (evidence > RESOLVE * size)
     if below is not None:
@@ -363,11 +363,16 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
     directional._consistent, adds their disagreement); and a column's term is no larger than the sum of its open
     entries' (:func:`_with_sums`). With *seen* None (full()'s decisions, as before the fourteenth session) neither.
 
-    With *seen* too, an entry within its allowance is unresolved where it moves its output by RESOLVE of the
-    output's own size over a move of its input's, |J_rc| max(1, |x_c|) >= RESOLVE |f_r|: the allowance counts
-    rounding at eps max(1, |f|), and where every output is far below one it exempted every entry (1e-9 sin x: a
-    backward 50% off at one element passed full mode, and directional mode, whose weights leave its projection of
-    order 1e-9, failed it; exp(c x)'s entry of 5e-22 beside outputs of 6e27, silently)."""
+    With *seen* too, an entry within its allowance is unresolved where it moves its output, over a move of its
+    input's size, by RESOLVE of the output's own size or by more than SAFETY times its rounding over Ridders'
+    first step: |J_rc| max(1, |x_c|) >= min(RESOLVE |f_r|, SAFETY ROUNDING_ULPS eps max(1, |f_r|) / RIDDERS_BASE).
+    The allowance counts rounding at eps max(1, |f|) over the quick stage's steps, and exempted such entries: where
+    every output is far below one, every entry (1e-9 sin x: a backward 50% off at one element passed full mode,
+    and directional mode, whose weights leave its projection of order 1e-9, failed it; exp(c x)'s entry of 5e-22
+    beside outputs of 6e27, silently); where an output is large against its slope, its whole gradient (1000 +
+    1e-6 sin x: a backward 10% off, even 100%, passed full mode silently and failed directional mode, whose
+    projection resolves 1e-6 at steps of 1e-2 to about 2e-9). Such an entry is then resolved by a projection
+    along its column (full(): confirm_open) or named as open."""
     import torch
 
     x = problem.inputs[j]
@@ -396,7 +401,8 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
             return None
         unit = SAFETY * ROUNDING_ULPS * torch.finfo(problem.outputs[0].dtype).eps
         evidence = unit * problem.f_size(0)[banded.rows] / (base * problem.x_size(j)[banded.cols])
-        below = (RESOLVE * problem.f_scale(0)[banded.rows] / problem.x_size(j)[banded.cols]) if summed else None
+        below = (torch.minimum(RESOLVE * problem.f_scale(0), (unit / RIDDERS_BASE) * problem.f_size(0))[banded.rows]
+                 / problem.x_size(j)[banded.cols]) if summed else None
         picked = _unresolved_entries(banded.analytic.abs(), evidence, tol, below)
         term = vs[0].reshape(-1).to(torch.float64)[banded.rows] * banded.analytic
         terms.scatter_reduce_(0, banded.cols[picked], term[picked].abs().clamp_min_(TINY_TERM), reduce="amin")
@@ -408,7 +414,10 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
         if a is None or not a.numel() or not out.is_floating_point():
             continue
         fs = problem.f_size(k).reshape(-1, 1)
-        fa = problem.f_scale(k).reshape(-1, 1) * RESOLVE if summed else None
+        # (open within the allowance: moving the output by RESOLVE of its own size, or by more than its rounding
+        # over Ridders' first step)
+        fa = torch.minimum(problem.f_scale(k) * RESOLVE, problem.f_size(k) * (SAFETY * ROUNDING_ULPS
+                           * torch.finfo(out.dtype).eps / RIDDERS_BASE)).reshape(-1, 1) if summed else None
         xs = problem.x_size(j).reshape(1, -1)
         weight = vs[k].reshape(-1, 1).to(torch.float64)
         unit = SAFETY * ROUNDING_ULPS * torch.finfo(out.dtype).eps
@@ -470,7 +479,8 @@ def _unresolved_terms_small(problem: Problem, j: int, analytic: dict[tuple[int, 
             seen_diff = differences.get((k, i), 0.0)
             worth = size > evidence + tol.atol + tol.rtol * size
             if ((worth and evidence + seen_diff > RESOLVE * size)
-                    or (summed and not worth and size > 0 and size >= RESOLVE * values[r] / xs[c])):
+                    or (summed and not worth and size > 0
+                        and size >= min(RESOLVE * values[r], (unit / RIDDERS_BASE) * rows[r]) / xs[c])):
                 term = value * weights[r]
                 terms[c] = min(terms[c], max(abs(term), TINY_TERM))
                 sums[c] += term
@@ -1529,8 +1539,6 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
     still undecided stays inconclusive. A real kink (one-sided slopes that differ) is not retried. *step*: each
     entry's last Ridders step, (w, M) as *value*, kept with the estimate (:func:`_staircase`)."""
     import torch
-
-    from .numeric import RIDDERS_BASE
 
     base = RIDDERS_BASE
     left, right, noise, trunc = sides
