@@ -390,9 +390,9 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     if stage.judged is None and still is not None:
         # a disagreement the output elements no step has moved may explain: their share of autograd's vᵀJu left
         # out where they can hold it, the moved elements' share is what the quick stage measures; it may accept
-        # that (multi_head_attention_forward's sample 0: 4 projections along columns of its query and key whose
-        # quick stages disagreed by 5e-16 there, each then judged by Ridders, 25 evaluations, before the same share
-        # passed it)
+        # that (multi_head_attention_forward's sample 0: 4 projections, along columns of four of its inputs, whose
+        # quick stages disagreed by up to 5e-16 there, each then judged by Ridders, 25 evaluations, before the same
+        # share passed it)
         moved_share = still(2 * quick.h)
         if moved_share is not None:
             moved_stage = _stage(moved_share[1], quick.value, tol, observed_bound=dot_rounding,
