@@ -386,7 +386,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
         stage = _stage(obs, quick.value, tol, observed_bound=dot_rounding, reference_bound=quick.err,
                        scale=quick.natural, precision=precision)
     still = getattr(phi_many, "still", None)  # (along part of an input: _still)
-    moved_share: tuple[float, float] | None = None
+    moved_share: tuple[float, float, float] | None = None
     if stage.judged is None and still is not None:
         # a disagreement the output elements no step has moved may explain: their share of autograd's vᵀJu left
         # out where they can hold it, the moved elements' share is what the quick stage measures; it may accept
@@ -405,7 +405,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     result: dict[str, Any] = {"numeric": quick.value, "error_bound": quick.err, "scheme": _scheme(quick),
                               "evaluations": quick.evaluations, "rounding_floor": floor}
     if moved_share is not None:
-        result.update(autograd_unmoved=moved_share[0], autograd_moved=moved_share[1])
+        result.update(autograd_unmoved=moved_share[0], autograd_moved=moved_share[1], unmoved_bound=moved_share[2])
     if stage.judged is not None and settled(stage, quick.trunc):
         judged = stage.judged
         result["curve"] = quick.trunc * abs(quick.value)
@@ -508,7 +508,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                                reference_bound=result["error_bound"], scale=natural, slopes=pair, precision=precision)
                 if int(redo.verdict) != J.FAIL:
                     judged, shown = redo, shares[1]
-                    result.update(autograd_unmoved=shares[0], autograd_moved=shares[1])
+                    result.update(autograd_unmoved=shares[0], autograd_moved=shares[1], unmoved_bound=shares[2])
     if result["scheme"] != "richardson (h, 2h)" and _unresolved(judged, result["error_bound"], result["numeric"], tol,
                                                                   precision):
         # a pass of Ridders coarser than the promise stands only where the slopes show a smooth function (J.rough),
@@ -596,7 +596,7 @@ def _quantized(phi_many: Batched, result: dict[str, Any], t: float, h0: float, s
 
 
 def _still(problem: Problem, j: int, u: torch.Tensor, ws: list[torch.Tensor],
-           moved: Callable[[], list[torch.Tensor | None]]) -> Callable[[float], tuple[float, float] | None]:
+           moved: Callable[[], list[torch.Tensor | None]]) -> Callable[[float], tuple[float, float, float] | None]:
     """For a projection along part of input j (direction *u*, weights *ws*), given the largest step h0: autograd's
     vᵀJu split into the share of the output elements no step has moved (per output a mask of those moved, from
     *moved*) and the share of those moved, each from its own backward (the other elements' weights set to 0); None
@@ -610,7 +610,7 @@ def _still(problem: Problem, j: int, u: torch.Tensor, ws: list[torch.Tensor],
     what the steps see still shows; one in the still elements' share is below what any step resolves (full mode opens
     no entry there: each it opens moves its output by more than its spacing over such a step), and a share beyond
     what they can hold (a backward leaking gradient into an output that does not depend on these columns) fails."""
-    def still(h0: float) -> tuple[float, float] | None:
+    def still(h0: float) -> tuple[float, float, float] | None:
         import torch
 
         from .evaluate import grad
@@ -623,9 +623,10 @@ def _still(problem: Problem, j: int, u: torch.Tensor, ws: list[torch.Tensor],
                 still_weights.append(torch.zeros_like(w))
                 moved_weights.append(w)
                 continue
-            size = out.detach().abs().reshape(-1).to(torch.float64)
-            spacing = torch.nextafter(size, torch.full_like(size, math.inf)) - size
-            terms = (spacing * w.reshape(-1).to(torch.float64).abs()).nan_to_num(nan=0.0, posinf=0.0)
+            # each value may be off by its rounding, ROUNDING_ULPS eps max(1, |f|) (not one spacing of |f|: gelu at
+            # -8.6 computes x (1 + erf(x / sqrt 2)) / 2, exactly -0.0, in stairs of about 5e-16 from 1 + erf)
+            rounding = 2 * ROUNDING_ULPS * torch.finfo(out.dtype).eps * problem.f_size(k)
+            terms = (rounding * w.reshape(-1).to(torch.float64).abs()).nan_to_num(nan=0.0, posinf=0.0)
             hidden += float(terms[~mask].sum())
             shaped = mask.reshape(w.shape)
             still_weights.append(torch.where(shaped, 0.0, w))
@@ -642,20 +643,23 @@ def _still(problem: Problem, j: int, u: torch.Tensor, ws: list[torch.Tensor],
         share = along(still_weights, True)
         if not abs(share) <= hidden / h0:
             return None
-        return share, along(moved_weights, False)
+        return share, along(moved_weights, False), hidden / h0
 
     return still
 
 
-def _consistent(judged: J.Judged) -> float:
+def _consistent(out: dict[str, Any]) -> float:
     """The largest error of a passing projection's vᵀJu its evidence leaves possible: the disagreement seen plus
     the whole allowance. Not without its rtol term: the quick stage accepts Richardson where its truncation
     estimate is within the allowance, rtol term included, so the numeric value may be off by that much, and a
     backward's error of about the same size cancels it (a reviewer's sin(w x) with a linear term beside it: a bug
     of 1e-8 to 2.5e-8 at one entry left a disagreement of 5e-12 and passed, at 7 of 1,008 point/seed pairs). An
     error in one term larger than this would have shown (barring errors in other terms, or an underestimated
-    truncation, that cancel it); a 1e-8 error of a term below it might not."""
-    return float(judged.diff) + _allowed(judged)
+    truncation, that cancel it); a 1e-8 error of a term below it might not. *out*: judge_along's result; where it
+    judged the moved output elements' share (_still), the still elements' share is known only to within what they
+    can hold, which is added: their entries are not resolved by it."""
+    judged: J.Judged = out["judged"]
+    return float(judged.diff) + _allowed(judged) + out.get("unmoved_bound", 0.0)
 
 
 def _curve(out: dict[str, Any]) -> float:
@@ -1016,9 +1020,9 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
                 u, index, out = split
         if out["verdict"] == J.PASS:
             if seen is not None:  # the whole projection's (elements a split judged again were resolved finer)
-                seen[j] = (u.reshape(-1), _consistent(out["judged"]), out.get("rounding_floor", 0.0))  # (float64 u)
+                seen[j] = (u.reshape(-1), _consistent(out), out.get("rounding_floor", 0.0))  # (float64 u)
             if trail is not None:
-                trail.setdefault(j, []).append((u.reshape(-1), _consistent(out["judged"]), _curve(out)))
+                trail.setdefault(j, []).append((u.reshape(-1), _consistent(out), _curve(out)))
             # each output alone: a backward may mishandle one output's gradient (not along a part of an input, for
             # full mode, whose confirmation before it judged each output alone)
             if memo is not None and only is None:
@@ -1112,7 +1116,7 @@ def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: flo
         if out["verdict"] != J.PASS:
             return part, flagged.nonzero().flatten(), out
         if trail is not None:
-            trail.append((part.reshape(-1), _consistent(out["judged"]), _curve(out)))
+            trail.append((part.reshape(-1), _consistent(out), _curve(out)))
         active, allowed = flagged, float(out["allowed"])
     return None
 

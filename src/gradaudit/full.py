@@ -401,7 +401,7 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
             return None
         unit = SAFETY * ROUNDING_ULPS * torch.finfo(problem.outputs[0].dtype).eps
         evidence = unit * problem.f_size(0)[banded.rows] / (base * problem.x_size(j)[banded.cols])
-        below = (torch.minimum(RESOLVE * problem.f_scale(0), (unit / RIDDERS_BASE) * problem.f_size(0))[banded.rows]
+        below = (torch.minimum(_own(problem.f_scale(0)), (unit / RIDDERS_BASE) * problem.f_size(0))[banded.rows]
                  / problem.x_size(j)[banded.cols]) if summed else None
         picked = _unresolved_entries(banded.analytic.abs(), evidence, tol, below)
         term = vs[0].reshape(-1).to(torch.float64)[banded.rows] * banded.analytic
@@ -416,7 +416,7 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
         fs = problem.f_size(k).reshape(-1, 1)
         # (open within the allowance: moving the output by RESOLVE of its own size, or by more than its rounding
         # over Ridders' first step)
-        fa = torch.minimum(problem.f_scale(k) * RESOLVE, problem.f_size(k) * (SAFETY * ROUNDING_ULPS
+        fa = torch.minimum(_own(problem.f_scale(k)), problem.f_size(k) * (SAFETY * ROUNDING_ULPS
                            * torch.finfo(out.dtype).eps / RIDDERS_BASE)).reshape(-1, 1) if summed else None
         xs = problem.x_size(j).reshape(1, -1)
         weight = vs[k].reshape(-1, 1).to(torch.float64)
@@ -431,6 +431,14 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
                 terms = torch.minimum(terms, torch.where(picked, term.abs().clamp_min_(TINY_TERM), math.inf).amin(0))
                 sums.add_(term.sum(0))
     return _with_sums(terms, sums if summed else None)
+
+
+def _own(f: torch.Tensor) -> torch.Tensor:
+    """RESOLVE |f| per output element, inf where f is 0 (an output of exactly 0 has no size of its own to resolve
+    against: gelu at -11 computes -0.0, and autograd's slope of 1e-28 there is no entry any step can see)."""
+    import torch
+
+    return torch.where(f > 0, f * RESOLVE, math.inf)
 
 
 def _with_sums(terms: torch.Tensor, sums: torch.Tensor | None) -> torch.Tensor | None:
@@ -480,7 +488,8 @@ def _unresolved_terms_small(problem: Problem, j: int, analytic: dict[tuple[int, 
             worth = size > evidence + tol.atol + tol.rtol * size
             if ((worth and evidence + seen_diff > RESOLVE * size)
                     or (summed and not worth and size > 0
-                        and size >= min(RESOLVE * values[r], (unit / RIDDERS_BASE) * rows[r]) / xs[c])):
+                        and size >= min(RESOLVE * values[r] if values[r] > 0 else math.inf,
+                                        (unit / RIDDERS_BASE) * rows[r]) / xs[c])):
                 term = value * weights[r]
                 terms[c] = min(terms[c], max(abs(term), TINY_TERM))
                 sums[c] += term
@@ -1600,31 +1609,61 @@ def _staircase(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.
                bound: torch.Tensor, sides: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
                judged: J.Judged, tol: ToleranceUsed, info: Info, base: float, step: torch.Tensor
                ) -> tuple[torch.Tensor, torch.Tensor, J.Judged]:
-    """Entries of output k along columns *part* that fail where the one-sided slopes are exactly 0 and Ridders'
-    estimate is not: the function is a staircase at the slopes' scale (a float16 cast inside a float64 function,
-    tanh(x.half()): flat over 5e-4 of x), and Ridders' columns, each crossing a few stairs, quantize, often to the
-    same values, so that its tableau claims 1e-12 for an estimate 2% off, and the right backward FAILED (as it does
-    in gradcheck) where directional mode says inconclusive (directional._quantized). The stairs' height is measured
-    as there: f along the column at 2t, 4t, ... below the first step (t = sqrt(eps) max(1, |x|)), whose first change
-    from f(x) is one or two stairs; each quotient Ridders divides by its step is off by up to that, and the bound
-    of such an entry grows by twice it over the step of its estimate's last quotient (*step*, (w, M); where f moves
-    at none of the probes, by |the estimate|). A failure stands beyond that. Over the smallest step any tableau
-    took instead, a float32 cast's bug of 1% that directional mode fails was inconclusive. *base*: the first step's
-    relative size, below which the probes stay."""
+    """Entries of output k along columns *part* that fail where Ridders' tableau may misjudge its own error.
+
+    (1) Where the one-sided slopes are exactly 0 and the estimate is not: the function is a staircase at the slopes'
+    scale (a float16 cast inside a float64 function, tanh(x.half()): flat over 5e-4 of x), and Ridders' columns, each
+    crossing a few stairs, quantize, so that its tableau claimed 1e-12 for an estimate 2% off, and the right
+    backward FAILED, as in gradcheck, where directional mode says inconclusive (directional._quantized). The stairs'
+    height is measured as there: f along the column at 2t, 4t, ... below the first step (t = sqrt(eps)
+    max(1, |x|)), whose first change from f(x) is one or two stairs; each quotient Ridders divides by its step is
+    off by up to that, and the bound grows by twice it over the step of the estimate's last quotient (*step*,
+    (w, M); where f moves at none of the probes, by |the estimate|). Over the smallest step any tableau took
+    instead, a float32 cast's bug of 1% that directional mode fails was inconclusive.
+
+    (2) Elsewhere, for an entry within the quick stage's allowance (3e-9 max(1, |f|) / max(1, |x|): one only the
+    open-entry rules send here, _unresolved_terms): a second tableau from 3/4 of the first step, as
+    directional._reproduced; where the two differ by more than SAFETY times the bound, the bound is their
+    difference. gelu at -7.7 computes x (1 + erf(x / sqrt 2)) / 2 = -5.3e-14, its slope of 4e-13 from 1 + erf in
+    stairs of 1.1e-16, and the estimate was 2% off on a bound of 3e-16; its right backward FAILED. A smooth entry's
+    two tableaus agree, and a bug of 1e-8 there still fails. (3) Where no step moved the output at all (below).
+    *base*: the first step's relative size."""
     import torch
 
     left, right, _, _ = sides
-    stair = (judged.verdict == J.FAIL) & (left.T == 0) & (right.T == 0) & (value.T != 0)  # (M, w)
-    if not bool(stair.any()):
+    level = (left.T == 0) & (right.T == 0)
+    still = (judged.verdict == J.FAIL) & level & (value.T == 0)  # (M, w): no step moved it at all
+    failed = (judged.verdict == J.FAIL) & (value.T != 0)
+    if not bool(failed.any() or still.any()):
         return value, bound, judged
-    cols = stair.any(dim=0).nonzero().flatten()
-    quanta = _quanta(problem, j, part[cols], base, info)[k]  # (w', M)
-    extra = torch.where(quanta > 0, 2 * quanta / step[cols], value[cols].abs())
+    flat = failed & level
+    sizes = problem.x_size(j)[part].reshape(1, -1)
+    eps = torch.finfo(problem.outputs[k].dtype).eps
+    unit = SAFETY * ROUNDING_ULPS * eps / EPS_POWERS["cbrt"]
+    small = failed & ~flat & (value.T.abs() * sizes <= unit * problem.f_size(k).reshape(-1, 1))
+    if not bool(flat.any() or small.any() or still.any()):
+        return value, bound, judged
     bound = bound.clone()
-    bound[cols] = torch.where(stair.T[cols], bound[cols] + extra, bound[cols])
-    left, right, noise, trunc = sides
+    if bool(still.any()):
+        # (3) an output no step moved (gelu at -9.4 computes -0.0 wherever the steps go) has a slope of at most its
+        # rounding, ROUNDING_ULPS eps max(1, |f|), twice, over the step: autograd's 3e-19 there FAILED against an
+        # estimate of exactly 0 with a bound of 0 (as directional._still bounds the elements a projection left still)
+        hold = 2 * ROUNDING_ULPS * eps * problem.f_size(k).reshape(1, -1) / step
+        bound = torch.where(still.T, bound + hold, bound)
+    if bool(flat.any()):
+        cols = flat.any(dim=0).nonzero().flatten()
+        quantum = _quanta(problem, j, part[cols], base, info)[k]  # (w', M)
+        extra = torch.where(quantum > 0, 2 * quantum / step[cols], value[cols].abs())
+        bound[cols] = torch.where(flat.T[cols], bound[cols] + extra, bound[cols])
+    if bool(small.any()):
+        cols = small.any(dim=0).nonzero().flatten()
+        other, other_bound = ridders_columns(problem, j, part[cols], info, base=0.75 * base)[k]  # (w', M)
+        noise = torch.maximum(other_bound, (other - value[cols]).abs()).nan_to_num(nan=math.inf)
+        wider = small.T[cols] & (noise > SAFETY * bound[cols])
+        bound[cols] = torch.where(wider, noise, bound[cols])
+    left, right, noise_t, trunc = sides
     judged = J.judge(obs, value.T, tol, reference_bound=bound.T, scale=_scale(problem, j, k, part),
-                     slopes=(left.T, right.T, noise.T, trunc.T), precision=_precision(problem, j))
+                     slopes=(left.T, right.T, noise_t.T, trunc.T), precision=_precision(problem, j))
     return value, bound, judged
 
 
