@@ -4,7 +4,10 @@ in full and directional mode, at several points and seeds.
 
 A cancellation (a naive variance, mean(x^2) - mean(x)^2, at 100 +- 0.01: an output of 3e-5 from squares of 1e4,
 off by about 2e-12), a sum that absorbs a small term (1 + 1e-12 sin x, less 1: a staircase of 2.2e-16 in f), a
-lower-precision cast inside a float64 function (tanh(x.half())): each is differentiable in the mathematics and its
+lower-precision cast inside a float64 function (tanh(x.half())), gelu's tail (x (1 + erf(x / sqrt 2)) / 2, whose
+1 + erf rounds in stairs), and outputs far below one or large against their slope (1e-12 sin x, 1000 + 1e-6 sin x,
+exp(c x) with c up to 60), whose entries full mode judges below its rounding floor: each is differentiable in the
+mathematics and its
 backward is right, but no finite difference of its float64 evaluation sees that derivative to the default
 tolerance's 1e-8. A right backward should pass or be inconclusive; a failure here is a false alarm. Verdicts only,
 no timing.
@@ -57,6 +60,13 @@ def families() -> dict[str, tuple[str, Callable[..., Any], Callable[[int], Any]]
                     uniform(-1.0, 1.0, 5, 400)),
         "float32": ("exp(x.float()) in float64 at -1 ... 1", lambda a: torch.exp(a.float()).double(),
                     uniform(-1.0, 1.0, 5, 400)),
+        # outputs far below one, or large against their slope: entries full mode opens below its rounding floor
+        "gelu-tail": ("gelu(x) at -12 ... 3 (1 + erf rounds in stairs)", lambda a: torch.nn.functional.gelu(a),
+                      uniform(-12.0, 3.0, 6, 0)),
+        "tiny": ("1e-12 sin x at -1 ... 1", lambda a: 1e-12 * torch.sin(a), uniform(-1.0, 1.0, 5, 500)),
+        "large": ("1000 + 1e-6 sin x at -1 ... 1", lambda a: 1e3 + 1e-6 * torch.sin(a), uniform(-1.0, 1.0, 5, 500)),
+        "exp-wide": ("exp(c x), c = 1 ... 60, at -1 ... 1",
+                     lambda a: torch.exp(torch.linspace(1.0, 60.0, 6, dtype=f64) * a), uniform(-1.0, 1.0, 6, 600)),
     }
 
 
@@ -128,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--families", help="comma-separated names (default: all): " + ", ".join(
         ["variance", "variance-1000", "variance-mean", "square-difference", "log1p", "absorbed", "float16",
-         "float32"]))
+         "float32", "gelu-tail", "tiny", "large", "exp-wide"]))
     parser.add_argument("--seeds", type=int, default=3, help="seeds per point (default 3)")
     parser.add_argument("--out", type=Path, help="also write one JSON line per check")
     args = parser.parse_args(argv)
