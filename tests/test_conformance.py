@@ -2338,7 +2338,7 @@ def test_outputs_a_projection_leaves_bitwise_still_do_not_fail_a_right_backward(
     and autograd's vᵀJu holds 1e-16 more, which FAILED the right backward in full and auto mode at every seed
     (multi_head_attention_forward's OpInfo sample 0, which gradcheck passes, the same way: attention outputs of 100
     beside softmax weights of 1e-19). Where the still elements' share of autograd's projection (a backward with the
-    moved elements' weights set to 0) is within what their spacing over the step allows, the moved elements' share
+    moved elements' weights set to 0) is within what their rounding over the step allows, the moved elements' share
     (a backward with the still ones' set to 0) is judged against the estimate instead (directional._still)."""
     def fn(a):
         return torch.cat([100 + 1e-14 * torch.sin(a), 1e-19 * torch.exp(a[:1])])

@@ -490,7 +490,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
         if pair is not None and float(pair[0]) == 0.0 == float(pair[1]) and result["numeric"] != 0.0:
             checks.append(lambda: _quantized(phi_many, result, EPS64 ** 0.5 * scale, h_at, t_at))
         # along part of an input, phi is the moved output elements' change alone: where those no step moved hold no
-        # more of autograd's vᵀJu than their spacing allows, autograd's share of the moved ones is what the estimate
+        # more of autograd's vᵀJu than their rounding allows, autograd's share of the moved ones is what the estimate
         # measures (_still; first, as it costs no evaluation, and again on each wider bound)
         shares = still(h_at) if still is not None and int(judged.verdict) == J.FAIL else None
         for wider in [None, *checks]:  # each only where the failure still stands, judged again on its bound
@@ -599,17 +599,19 @@ def _still(problem: Problem, j: int, u: torch.Tensor, ws: list[torch.Tensor],
            moved: Callable[[], list[torch.Tensor | None]]) -> Callable[[float], tuple[float, float, float] | None]:
     """For a projection along part of input j (direction *u*, weights *ws*), given the largest step h0: autograd's
     vᵀJu split into the share of the output elements no step has moved (per output a mask of those moved, from
-    *moved*) and the share of those moved, each from its own backward (the other elements' weights set to 0); None
-    where no element stayed still, or where their share is more than they can hold. phi there is the moved
-    elements' change alone (_weighted_moving), and an element a move of h0 left bitwise where it was has a slope of
-    at most its spacing over h0, not 0: multi_head_attention_forward's attention output, of order 100, holds entries
-    below 1e-13 along columns of its query, autograd's vᵀJu held 7.5e-16 of them that no step of Ridders could see
-    beside 5.1e-17 that they do, and a right backward FAILED full mode's projection along those columns. Where the
-    still elements' share is within sum |v_r| spacing(f_r) / h0, a failure is judged again on the moved elements'
-    share against the estimate of the same (judge_along): 5.12216812e-17 against 5.12216809e-17 there. A bug in
-    what the steps see still shows; one in the still elements' share is below what any step resolves (full mode opens
-    no entry there: each it opens moves its output by more than its spacing over such a step), and a share beyond
-    what they can hold (a backward leaking gradient into an output that does not depend on these columns) fails."""
+    *moved*) and the share of those moved, each from its own backward (the other elements' weights set to 0), and
+    the most the still ones can hold; None where no element stayed still, or where their share is more than that.
+    phi there is the moved elements' change alone (_weighted_moving), and an element a move of h0 left bitwise where
+    it was has a slope of at most twice its rounding (ROUNDING_ULPS eps max(1, |f|)) over h0, not 0:
+    multi_head_attention_forward's attention output, of order 100, holds entries below 1e-13 along columns of its
+    query, autograd's vᵀJu held 7.5e-16 of them that no step of Ridders could see beside 5.1e-17 that they do, and a
+    right backward FAILED full mode's projection along those columns. Where the still elements' share is within
+    sum |v_r| 2 ROUNDING_ULPS eps max(1, |f_r|) / h0, a failure is judged again on the moved elements' share against
+    the estimate of the same (judge_along): 5.12216812e-17 against 5.12216809e-17 there, and that bound is added to
+    the error the projection leaves possible (_consistent: the still elements' entries are not resolved by it). A
+    bug in what the steps see still shows; one in the still elements' share is below what any step resolves, and a
+    share beyond what they can hold (a backward leaking gradient into an output that does not depend on these
+    columns) fails."""
     def still(h0: float) -> tuple[float, float, float] | None:
         import torch
 
