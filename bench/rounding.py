@@ -136,13 +136,11 @@ def summary(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--families", help="comma-separated names (default: all): " + ", ".join(
-        ["variance", "variance-1000", "variance-mean", "square-difference", "log1p", "absorbed", "float16",
-         "float32", "gelu-tail", "tiny", "large", "exp-wide"]))
+    known = list(families())
+    parser.add_argument("--families", help="comma-separated names (default: all): " + ", ".join(known))
     parser.add_argument("--seeds", type=int, default=3, help="seeds per point (default 3)")
     parser.add_argument("--out", type=Path, help="also write one JSON line per check")
     args = parser.parse_args(argv)
-    known = list(families())
     names = known if not args.families else [n.strip() for n in args.families.split(",") if n.strip()]
     unknown = [n for n in names if n not in known]
     if unknown or args.seeds < 1:
