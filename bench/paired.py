@@ -12,9 +12,10 @@ the noise. Here both versions are imported into one process as separate packages
 base and new swapped every round, timed in CPU time. The ratio new/base per case is then paired: its
 median moves with the change, not with the machine.
 
-With ``--fingerprint`` every case is first checked once by each version: verdict and evaluation count
-must be equal (a speed change that changes what is judged is not a speed change); differences are
-listed and the exit status is 1.
+With ``--fingerprint`` every case is first checked once by each version: verdict, evaluation count and
+the evidence's numbers (info, with each directional comparison's values and bounds, and every record's
+discrepancy, to the last bit) must be equal (a speed change that changes what is judged is not a speed
+change); differences are listed and the exit status is 1.
 
 Cases: the first two OpInfo samples of every op with autograd, as ``bench/opinfo.py`` builds them,
 where the anchor passes and the Jacobian has at most ``--max-jac`` entries.
@@ -53,6 +54,15 @@ def export(rev: str | None, into: Path, name: str) -> None:
         except TypeError:  # Python before 3.10.12 / 3.11.4: no extraction filters (our own archive, from git)
             tar.extractall(into / "_archive")
     (into / "_archive" / "src" / "gradaudit").rename(target)
+
+
+def _evidence(res: Any) -> str:
+    """The numbers a check's evidence holds, exactly: its info (each directional comparison's values and
+    bounds, the notes) and every record's discrepancy, as text (repr of a float is exact)."""
+    import json
+
+    records = [repr(getattr(r, "discrepancy", None)) for r in res.records]
+    return json.dumps({"info": res.info, "records": records}, sort_keys=True, default=repr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,12 +135,13 @@ def _run(args: argparse.Namespace, base: Any, new: Any, op_db: list[Any], opinfo
             for version in (base, new):
                 try:
                     res = version.check(fn, opinfo._fresh(checked), mode=args.mode)
-                    got.append((str(res.verdict), res.info.get("evaluations")))
+                    got.append((str(res.verdict), res.info.get("evaluations"), _evidence(res)))
                 except Exception as exc:  # noqa: BLE001 - a raise is a fingerprint too
                     got.append(("raised " + type(exc).__name__, None))
             if got[0] != got[1]:
-                differ.append(f"  {label}: base {got[0]}, new {got[1]}")
-        print(f"fingerprint (verdict, evaluations): {len(differ)} of {len(cases)} cases differ")
+                same = "" if got[0][:2] != got[1][:2] else " (the evidence's numbers differ)"
+                differ.append(f"  {label}: base {got[0][:2]}, new {got[1][:2]}{same}")
+        print(f"fingerprint (verdict, evaluations, the evidence's numbers): {len(differ)} of {len(cases)} cases differ")
         if differ:
             print("\n".join(differ))
         status = 1 if differ else 0

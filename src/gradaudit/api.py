@@ -660,10 +660,17 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                 disagreed[j] = f
             return f.verdict == "fail"
 
-        def _open(j: int, terms: torch.Tensor | list[float], curved: bool) -> torch.Tensor:
+        def _open(j: int, terms: torch.Tensor | list[float], curved: bool) -> torch.Tensor | list[bool]:
             """The columns of j whose *terms* (> 0: an entry open) no agreeing projection resolves, with *curved*
-            its truncation taken for each term's own (directional.resolves), else as before found.seen."""
-            t = torch.tensor(terms, dtype=torch.float64) if isinstance(terms, list) else terms.reshape(-1)
+            its truncation taken for each term's own (directional.resolves), else as before found.seen. A few
+            columns (*terms* a list) in Python floats, the same IEEE products: a list of bools."""
+            if isinstance(terms, list):
+                flags = [t > 0 for t in terms]
+                for u, possible, curve in trail.get(j, []):
+                    c = curve if curved else 0.0
+                    flags = [o and not resolves(t * abs(a), possible, c) for o, t, a in zip(flags, terms, u.tolist())]
+                return flags
+            t = terms.reshape(-1)
             open_ = t > 0
             for u, possible, curve in trail.get(j, []):
                 open_ &= ~resolves(t * u.abs(), possible, curve if curved else 0.0)
@@ -673,11 +680,19 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
             """Whether the projection along the columns of j the evidence seen leaves open (*terms*: full's
             _unresolved_terms with found.seen) that no agreeing projection resolves disagrees. None such, or exactly
             the columns a projection already moved: nothing to project (it would resolve no finer)."""
-            open_ = _open(j, terms, True)
-            if not bool(open_.any()):
-                return False
-            if any(bool(torch.equal(u != 0, open_)) for u, _, _ in trail.get(j, [])):
-                return False
+            found_open = _open(j, terms, True)
+            if isinstance(found_open, list):
+                if not any(found_open):
+                    return False
+                if any([a != 0 for a in u.tolist()] == found_open for u, _, _ in trail.get(j, [])):
+                    return False
+                open_ = torch.tensor(found_open, dtype=torch.bool)
+            else:
+                open_ = found_open
+                if not bool(open_.any()):
+                    return False
+                if any(bool(torch.equal(u != 0, open_)) for u, _, _ in trail.get(j, [])):
+                    return False
             f = along(j, ~open_, "the columns whose entries the evidence seen leaves open (differences accepted, "
                                  "entries that cancel, a term's own truncation; rtol 1e-9)",
                       replace(tol, rtol=max(tol.rtol, RESOLVE / SAFETY)))
@@ -690,13 +705,19 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
             smallest such entry's |v_r J_rc| after central differences, 0 where none or judged by Ridders) that no
             projection that agreed resolves (RESOLVE |v_r J_rc u_c| within the error its evidence leaves possible).
             How many; with *say*, the record names them."""
-            open_ = _open(j, terms, say)
-            count = int(open_.sum())
+            found_open = _open(j, terms, say)
+            if isinstance(found_open, list):
+                first = [i for i, o in enumerate(found_open) if o]
+                count = len(first)
+            else:
+                count = int(found_open.sum())
             if not count or not say:
                 return count
             from .findings import unravel
 
-            where = [str(unravel(int(i), tuple(problem.inputs[j].shape))) for i in open_.nonzero().flatten()[:4]]
+            if not isinstance(found_open, list):
+                first = found_open.nonzero().flatten()[:4].tolist()
+            where = [str(unravel(i, tuple(problem.inputs[j].shape))) for i in first[:4]]
             more = ", ..." if count > len(where) else ""
             problem.notes.append(
                 f"{count} of {problem.inputs[j].numel()} columns of '{problem.names[j]}' (element(s) "
