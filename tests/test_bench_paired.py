@@ -26,7 +26,7 @@ def test_an_a_a_comparison_finds_the_same_verdicts_and_prints_its_table(capsys, 
     out = capsys.readouterr().out
     assert status == 0, out
     assert re.search(r"^(\d+) cases", out, re.M) and int(re.search(r"^(\d+) cases", out, re.M).group(1)) >= 3
-    assert "fingerprint (verdict, evaluations): 0 of" in out
+    assert "fingerprint (verdict, evaluations, the evidence's numbers): 0 of" in out
     assert re.search(r"\| median per-case gradcheck slow / gradaudit \| [0-9.]+ \| [0-9.]+ \|", out)
     # the calling process is left as it was
     assert torch.get_num_threads() == threads

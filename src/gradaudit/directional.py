@@ -298,6 +298,8 @@ def _stage(observed: float, reference: float, tol: ToleranceUsed, *, observed_bo
         return Stage(None, abs(observed - reference), tol.atol + tol.rtol * abs(reference) + evidence)
     judged = J.judge(observed, reference, tol, observed_bound=observed_bound, reference_bound=reference_bound,
                      scale=scale, precision=precision)
+    if judged.plain is not None:  # a pass judged in Python floats
+        return Stage(judged, judged.plain[0], _allowed(judged))
     return Stage(judged if int(judged.verdict) == J.PASS else None, float(judged.diff.max()), _allowed(judged))
 
 
@@ -797,10 +799,27 @@ def _as_float64(t: torch.Tensor) -> torch.Tensor:
     return t if t.dtype == torch.float64 else t.to(torch.float64)
 
 
+def _largest_norm(terms: list[float]) -> float:
+    """float(t.square().sum(1).max()) ** 0.5 of a column of one term per row, in Python floats: the same IEEE
+    operations (0 + t t per row; NaN if any row is NaN, as torch's max)."""
+    squares = [0.0 + t * t for t in terms]
+    if not squares:
+        return 0.0
+    if any(q != q for q in squares):
+        return math.nan
+    return max(squares) ** 0.5
+
+
 def _weighted(outs: list[torch.Tensor], ws: list[torch.Tensor]) -> tuple[list[float], float]:
     """sum_k v_k . f_k per row of the outputs (one row per step), and the largest 2-norm of the terms."""
     import torch
 
+    if len(outs) == 1 and outs[0].shape[1] == 1 and E.LEAN:  # one output element: its terms, in Python floats
+        w = float(ws[0].reshape(()))
+        values = [o * w for o in outs[0].reshape(-1).tolist()]
+        size = _largest_norm(values)
+        if size != math.inf:  # (else the squares overflowed: the tensor path scales them)
+            return [0.0 + t for t in values], size  # a sum of one term: 0 + t, as torch's (-0.0 becomes 0.0)
     terms = [o * v.reshape(1, -1) for o, v in zip(outs, ws)]
     if len(terms) == 1:  # one output: stacking and summing one tensor changes nothing
         total = terms[0].sum(1)
@@ -824,6 +843,16 @@ def _weighted_moving(outs: list[torch.Tensor], ws: list[torch.Tensor], base: lis
     its entry."""
     import torch
 
+    if len(outs) == 1 and outs[0].shape[1] == 1 and E.LEAN:  # one output element: in Python floats
+        w, at = float(ws[0].reshape(())), float(base[0].reshape(()))
+        values = outs[0].reshape(-1).tolist()
+        changes = [o - at for o in values]
+        stirred = any(c != 0 for c in changes)  # (NaN != 0: changed, as the tensor path)
+        if moving is not None:
+            moving[:] = [torch.tensor([[stirred or (bool(moving[0]) if moving else False)]])]
+        size = _largest_norm([o * (w * (1.0 if stirred else 0.0)) for o in values])
+        if size != math.inf:
+            return [0.0 + c * w for c in changes], size
     moved = [o - b for o, b in zip(outs, base)]
     weights = [v.reshape(1, -1) for v in ws]
     changed = [(m != 0).any(0, keepdim=True) for m in moved]
@@ -844,6 +873,9 @@ def _weighted_moving(outs: list[torch.Tensor], ws: list[torch.Tensor], base: lis
 def _allowed(judged: J.Judged) -> float:
     """float(judged.allowed) of one judged value: atol + rtol |reference| (0 for an infinite one) + the
     evidence term, in that order, in Python floats where the value passed (its terms are plain then)."""
+    if judged.plain is not None:  # (diff, ref, evidence) as the judge's Python floats had them
+        size = abs(judged.plain[1])
+        return judged.atol + judged.rtol * (0.0 if size == math.inf else size) + judged.plain[2]
     if not (E.LEAN and judged.all_pass and judged.ref.dim() == 0):
         return float(judged.allowed)
     size = abs(float(judged.ref))
@@ -858,8 +890,20 @@ def _loop_along(problem: Problem, j: int, x: torch.Tensor, u: torch.Tensor, ts: 
 
     info.setdefault("evaluation", "loop")
     xs, call, rows = list(problem.inputs), problem.call, []
+    if E.LEAN and x.numel() <= E.TINY and x.dtype == torch.float64 and u.dtype == torch.float64:
+        # a few float64 elements: x_i + t u_i in Python floats, the same IEEE operations, each point a fresh tensor
+        xl, ul = x.reshape(-1).tolist(), u.reshape(-1).tolist()
+        for t in ts:
+            xs[j] = E.fresh([a + t * b for a, b in zip(xl, ul)], x.shape)
+            rows.append(call(*xs))
+        return [torch.stack([r[k] for r in rows]) for k in range(len(problem.outputs))]
+    inplace = torch.promote_types(u.dtype, x.dtype) == u.dtype  # x + t u has u's dtype: computed into t u
     for t in ts:
-        point = x + t * u
+        if inplace:
+            point = u * t  # x + t u, the same two roundings, one tensor fewer (in place on the product, ours)
+            point += x
+        else:
+            point = x + t * u
         xs[j] = (point if point.dtype == x.dtype else point.to(x.dtype)).contiguous()
         rows.append(call(*xs))
     return [torch.stack([r[k] for r in rows]) for k in range(len(problem.outputs))]
@@ -950,8 +994,10 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
     scalars = E.LEAN and len(problem.outputs) <= 4 and all(
         o.dtype == torch.float64 and o.numel() == 1 for o in problem.outputs)
     # uniform: randn costs 3x more
+    # (along part of one input, *only*: the draws up to its own, which the ones before it set; none after it)
+    drawn = problem.diff if only is None else problem.diff[:problem.diff.index(only[0]) + 1]
     draws = [torch.empty(problem.inputs[j].shape, dtype=torch.float64).uniform_(-1.0, 1.0, generator=gen)
-             for j in problem.diff]  # 2 r - 1 for torch.rand's r, exactly (see api._gather)
+             for j in drawn]  # 2 r - 1 for torch.rand's r, exactly (see api._gather)
     if len(problem.diff) > 1 and only is None:
         # each input's direction scaled by its own random factor in [0.5, 1.5) when moved with the others: a
         # one-element input's u is ±max(1, |x|), and two of them at unit scale cancel errors of opposite sign
@@ -1079,6 +1125,22 @@ def _unresolved_elements(g: torch.Tensor, sizes: torch.Tensor, norm: float, allo
     return active & (typical * SPLIT < allowed)
 
 
+def _none_to_split(g: torch.Tensor, u: torch.Tensor, sizes: torch.Tensor, norm: float, allowed: float,
+                   terms: bool) -> bool:
+    """Whether :func:`_split`'s first step finds nothing to judge again (no element unresolved, or every moved
+    one), for a few elements in Python floats: :func:`_unresolved_elements`' comparisons on the same IEEE
+    products (NaN compares False in both; clamp_min keeps a NaN)."""
+    us, gs = u.reshape(-1).tolist(), g.reshape(-1).tolist()
+    active = [c != 0 for c in us]
+    if terms:
+        flags = [a and abs(d * c) > 0 and abs(d * c) * RESOLVE < allowed for a, d, c in zip(active, gs, us)]
+    else:
+        typical = [abs(d) * s for d, s in zip(gs, sizes.reshape(-1).tolist())]
+        flags = [a and (1.0 if t < 1.0 else t) / norm * SPLIT < allowed for a, t in zip(active, typical)]
+    count = sum(flags)
+    return not count or count == sum(active)
+
+
 def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: float, sizes: torch.Tensor,
            seen: torch.Tensor, phi_for: Callable[..., Batched], tol: ToleranceUsed, vs: list[torch.Tensor],
            whole: dict[str, Any], comparisons: list[dict[str, Any]], terms: bool = False,
@@ -1097,6 +1159,8 @@ def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: flo
 
     allowed = float(whole["allowed"])
     if not terms and SPLIT / norm >= allowed:  # every element's typical term is at least 1 / norm: none is unresolved
+        return None
+    if E.LEAN and u.numel() <= E.TINY and _none_to_split(g, u, sizes, norm, allowed, terms):
         return None
     active = u.reshape(-1) != 0
     name = problem.names[j]

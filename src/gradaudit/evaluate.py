@@ -17,6 +17,7 @@ Exceptions raised by the user's function or backward come out as :class:`Evaluat
 
 from __future__ import annotations
 
+import array
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -265,6 +266,15 @@ class GradMode:
         import torch
 
         torch._C._set_grad_enabled(self.was)
+
+
+def fresh(values: list[float], shape: tuple[int, ...] | torch.Size) -> torch.Tensor:
+    """A new contiguous float64 tensor holding *values* (Python floats, exactly), shaped *shape*, over a buffer of
+    its own: an evaluation point independent of every other (about 1.5 us, torch.tensor's about 4)."""
+    import torch
+
+    t = torch.frombuffer(array.array("d", values), dtype=torch.float64)
+    return t if len(shape) == 1 else t.view(shape)
 
 
 def _real(t: Any) -> Any:

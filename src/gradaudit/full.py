@@ -881,7 +881,7 @@ def _quick_tiny(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.
                 else:
                     point = list(point_base)
                     point[c] = values[c] + hs[c] if sign > 0 else values[c] - hs[c]
-                    xs[j] = torch.tensor(point, dtype=torch.float64).reshape(shape)  # contiguous and independent
+                    xs[j] = E.fresh(point, shape)  # contiguous and independent
                 rows.append(call(*xs))
     info["evaluations"] = info.get("evaluations", 0) + 2 * n
     twice = [2 * h for h in hs]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from .record import Allowance, Comparison, Discrepancy, Location, Outcome, Record, Verdict
@@ -54,6 +54,7 @@ class Judged:
     ref: torch.Tensor  # the reference, float64, broadcast to the verdicts' shape
     evidence: torch.Tensor  # SAFETY times the error bounds (inf where a bound is NaN)
     all_pass: bool = False  # known without looking at the verdicts (the common case)
+    plain: tuple[float, float, float] | None = None  # one passing value judged in Python floats: diff, ref, evidence
 
     @property
     def rtol_term(self) -> torch.Tensor:
@@ -68,8 +69,9 @@ class Judged:
         import torch
 
         shape = self.verdict.shape
-        return replace(self, verdict=torch.where(where, INCONCLUSIVE, self.verdict.expand(shape)).to(torch.int8),
-                       reason=torch.where(where, reason, self.reason.expand(shape)).to(torch.int8), all_pass=False)
+        return Judged(torch.where(where, INCONCLUSIVE, self.verdict.expand(shape)).to(torch.int8),
+                      torch.where(where, reason, self.reason.expand(shape)).to(torch.int8), self.diff, self.atol,
+                      self.rtol, self.ref, self.evidence)
 
     def take(self, index: torch.Tensor) -> Judged:
         """The judged entries at *index* (a boolean mask or flat indices), flattened."""
@@ -99,6 +101,28 @@ def _zero() -> torch.Tensor:
     return _ZERO[0]
 
 
+class _Plain(Judged):
+    """One value that passed, judged in Python floats (:func:`_scalar_pass`): its diff, ref and evidence as 0-dim
+    float64 tensors are made on first use (a quick stage's pass reads the floats, *plain*, only)."""
+
+    def __init__(self, zero: torch.Tensor, tol: ToleranceUsed, plain: tuple[float, float, float]) -> None:
+        self.verdict, self.reason, self.atol, self.rtol, self.all_pass, self.plain = zero, zero, tol.atol, tol.rtol, \
+            True, plain
+
+    def __getattr__(self, name: str) -> torch.Tensor:  # (only for an attribute not yet set)
+        if name not in _PLAIN:
+            raise AttributeError(name)
+        import torch
+
+        assert self.plain is not None
+        value = torch.full((), self.plain[_PLAIN.index(name)], dtype=torch.float64)
+        setattr(self, name, value)
+        return value
+
+
+_PLAIN = ("diff", "ref", "evidence")
+
+
 def judge(observed: torch.Tensor | float, reference: torch.Tensor | float, tol: ToleranceUsed, *,
           observed_bound: torch.Tensor | float = 0.0, reference_bound: torch.Tensor | float = 0.0,
           scale: torch.Tensor | float | None = None, numeric: Literal["observed", "reference", None] = "reference",
@@ -121,9 +145,7 @@ def judge(observed: torch.Tensor | float, reference: torch.Tensor | float, tol: 
         passed = _scalar_pass(float(observed), float(reference), tol, float(observed_bound), float(reference_bound),
                               0.0 if scale is None else float(scale), limit)
         if passed is not None:  # the same rule as below, in Python floats: one comparison costs few tensor ops
-            zero = _ZERO[0] if _ZERO else _zero()
-            diff, ref, evidence = (torch.full((), value, dtype=torch.float64) for value in passed)
-            return Judged(zero, zero, diff, tol.atol, tol.rtol, ref, evidence, True)
+            return _Plain(_ZERO[0] if _ZERO else _zero(), tol, passed)
     if isinstance(observed, float):
         observed = torch.tensor(observed, dtype=torch.float64)
     if isinstance(reference, float):
