@@ -556,7 +556,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
             sizes = [min(a, WEIGHT_SIZE) if a != math.inf else 1.0 for a in raw]
             values = [(1.0 if t > 0 else -1.0 if t < 0 else 0.0) * (abs(t) + 0.5) / (a if a == a else 1.0)  # NaN: 1
                       for t, a in zip((r * 2 - 1 for r in s.reshape(-1).tolist()), sizes)]
-            vs.append(torch.tensor(values, dtype=torch.float64).reshape(o.shape))
+            vs.append(E.fresh(values, o.shape))
             dead.append(None if all(a < math.inf for a in raw) else torch.tensor([not a < math.inf for a in raw]))
             continue
         # 2 r - 1 for r = torch.rand's draw, the same values and the same state after (uniform_ scales that draw, and
@@ -627,7 +627,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
             a projection along that element resolves, and fails)."""
             view = views.get(j)
             if view is None:  # (no projection of j agreed: every column central differences left unresolved)
-                pick = torch.tensor([t > 0 for t in terms]) if isinstance(terms, list) else terms.reshape(-1) > 0
+                pick = E.fresh_mask([t > 0 for t in terms]) if isinstance(terms, list) else terms.reshape(-1) > 0
             else:
                 u, possible, floor = view
                 sizes = problem.x_size(j)  # max(1, |x_c|): the most a projection moves column c (u_c alone)
@@ -648,7 +648,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                     # passed a 1e-8 bug at dy/dy0 at 98 of 336 point/seed pairs without it)
                     return False
                 if isinstance(terms, list):
-                    pick = torch.tensor(picked, dtype=torch.bool)
+                    pick = E.fresh_mask(picked)
             # it looks for the promise's 1e-8: a projection along such columns disagreeing by more than 1e-9 of
             # itself (RESOLVE / SAFETY, beyond its evidence) sends them to Ridders, where the default tolerance
             # judges each entry. At 1e-10 it would do so for a special function's own accuracy (torch's trigamma
@@ -686,7 +686,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                     return False
                 if any([a != 0 for a in u.tolist()] == found_open for u, _, _ in trail.get(j, [])):
                     return False
-                open_ = torch.tensor(found_open, dtype=torch.bool)
+                open_ = E.fresh_mask(found_open)
             else:
                 open_ = found_open
                 if not bool(open_.any()):

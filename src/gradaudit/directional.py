@@ -799,6 +799,19 @@ def _as_float64(t: torch.Tensor) -> torch.Tensor:
     return t if t.dtype == torch.float64 else t.to(torch.float64)
 
 
+_FLAGS: list[torch.Tensor] = []  # (1, 1) bool tensors False and True, shared (never written)
+
+
+def _flag(value: bool) -> torch.Tensor:
+    """A (1, 1) bool tensor holding *value*: one output element's mask of moved elements (read, never written)."""
+    if not _FLAGS:
+        import torch
+
+        with torch.inference_mode(False):
+            _FLAGS.extend([torch.zeros((1, 1), dtype=torch.bool), torch.ones((1, 1), dtype=torch.bool)])
+    return _FLAGS[int(value)]
+
+
 def _largest_norm(terms: list[float]) -> float:
     """float(t.square().sum(1).max()) ** 0.5 of a column of one term per row, in Python floats: the same IEEE
     operations (0 + t t per row; NaN if any row is NaN, as torch's max)."""
@@ -815,7 +828,7 @@ def _weighted(outs: list[torch.Tensor], ws: list[torch.Tensor]) -> tuple[list[fl
     import torch
 
     if len(outs) == 1 and outs[0].shape[1] == 1 and E.LEAN:  # one output element: its terms, in Python floats
-        w = float(ws[0].reshape(()))
+        w = ws[0].item()
         values = [o * w for o in outs[0].reshape(-1).tolist()]
         size = _largest_norm(values)
         if size != math.inf:  # (else the squares overflowed: the tensor path scales them)
@@ -844,12 +857,12 @@ def _weighted_moving(outs: list[torch.Tensor], ws: list[torch.Tensor], base: lis
     import torch
 
     if len(outs) == 1 and outs[0].shape[1] == 1 and E.LEAN:  # one output element: in Python floats
-        w, at = float(ws[0].reshape(())), float(base[0].reshape(()))
+        w, at = ws[0].item(), base[0].item()
         values = outs[0].reshape(-1).tolist()
         changes = [o - at for o in values]
         stirred = any(c != 0 for c in changes)  # (NaN != 0: changed, as the tensor path)
         if moving is not None:
-            moving[:] = [torch.tensor([[stirred or (bool(moving[0]) if moving else False)]])]
+            moving[:] = [_flag(stirred or (bool(moving[0]) if moving else False))]
         size = _largest_norm([o * (w * (1.0 if stirred else 0.0)) for o in values])
         if size != math.inf:
             return [0.0 + c * w for c in changes], size

@@ -271,9 +271,29 @@ class GradMode:
 def fresh(values: list[float], shape: tuple[int, ...] | torch.Size) -> torch.Tensor:
     """A new contiguous float64 tensor holding *values* (Python floats, exactly), shaped *shape*, over a buffer of
     its own: an evaluation point independent of every other (about 1.5 us, torch.tensor's about 4)."""
+    return _from_buffer("d", values, shape)
+
+
+def fresh_mask(values: list[bool]) -> torch.Tensor:
+    """:func:`fresh` for a flat bool tensor."""
+    return _from_buffer("b", values, (len(values),))
+
+
+def fresh_index(values: list[int]) -> torch.Tensor:
+    """:func:`fresh` for a flat int64 tensor (indices)."""
+    return _from_buffer("q", values, (len(values),))
+
+
+_BUFFER_DTYPES = {"d": "float64", "b": "bool", "q": "int64"}
+
+
+def _from_buffer(code: str, values: list[Any], shape: tuple[int, ...] | torch.Size) -> torch.Tensor:
     import torch
 
-    t = torch.frombuffer(array.array("d", values), dtype=torch.float64)
+    dtype = getattr(torch, _BUFFER_DTYPES[code])
+    if not values:  # (a buffer of no bytes is refused)
+        return torch.empty(shape, dtype=dtype)
+    t = torch.frombuffer(array.array(code, values), dtype=dtype)
     return t if len(shape) == 1 else t.view(shape)
 
 

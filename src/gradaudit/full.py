@@ -316,7 +316,6 @@ def _seen_values(found: Findings, k: int, diffs: list[float], obs: torch.Tensor 
                  clean: list[int] | None = None) -> None:
     """:func:`_seen` for a block judged in Python floats: *diffs* row-major over the columns *at* (*obs*,
     autograd's block, the same shape, None for zeros), only the columns at positions *clean* (all: None)."""
-    import torch
 
     if obs is None:
         return  # no entry of autograd's to resolve
@@ -326,9 +325,9 @@ def _seen_values(found: Findings, k: int, diffs: list[float], obs: torch.Tensor 
     ok = None if clean is None else set(clean)
     chosen = [i for i, (d, e) in enumerate(zip(diffs, entries)) if d > limit * abs(e) and (ok is None or i % w in ok)]
     if chosen:
-        found.seen.append((k, torch.tensor([i // w for i in chosen]), torch.tensor([at[i % w] for i in chosen]),
-                           torch.tensor([diffs[i] for i in chosen], dtype=torch.float64),
-                           torch.tensor([entries[i] for i in chosen], dtype=torch.float64)))
+        found.seen.append((k, E.fresh_index([i // w for i in chosen]), E.fresh_index([at[i % w] for i in chosen]),
+                           E.fresh([diffs[i] for i in chosen], (len(chosen),)),
+                           E.fresh([entries[i] for i in chosen], (len(chosen),))))
 
 
 def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None],
