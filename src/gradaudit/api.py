@@ -14,7 +14,7 @@ import time
 import traceback
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import evaluate as E
@@ -25,7 +25,16 @@ from .findings import Findings
 from .guard import CheckTimeout, time_limit
 from .naming import Described, describe, rerun
 from .record import Comparison, ErrorInfo, Evidence, InputMeta, Location, Record
-from .tolerances import RESOLVE, SAFETY, STRUCTURE_ULPS, Tolerance, ToleranceUsed, require_why, resolve
+from .tolerances import (
+    RESOLVE,
+    SAFETY,
+    STRUCTURE_ULPS,
+    Tolerance,
+    ToleranceUsed,
+    require_why,
+    resolve,
+    with_rtol,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -653,7 +662,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
             # itself (RESOLVE / SAFETY, beyond its evidence) sends them to Ridders, where the default tolerance
             # judges each entry. At 1e-10 it would do so for a special function's own accuracy (torch's trigamma
             # is 2.9e-10 off mpmath at one entry of polygamma's OpInfo sample 0, which gradcheck passes)
-            seeking = replace(tol, rtol=max(tol.rtol, RESOLVE / SAFETY))
+            seeking = with_rtol(tol, max(tol.rtol, RESOLVE / SAFETY))
             f = along(j, ~pick, "the columns whose entries central differences could not resolve to 1e-8 (nor the "
                                 "confirmation; rtol 1e-9)", seeking)
             if f.verdict == "fail":
@@ -695,7 +704,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                     return False
             f = along(j, ~open_, "the columns whose entries the evidence seen leaves open (differences accepted, "
                                  "entries that cancel, a term's own truncation; rtol 1e-9)",
-                      replace(tol, rtol=max(tol.rtol, RESOLVE / SAFETY)))
+                      with_rtol(tol, max(tol.rtol, RESOLVE / SAFETY)))
             if f.verdict == "fail":
                 disagreed[j] = f
             return f.verdict == "fail"

@@ -43,6 +43,7 @@ from .tolerances import (
     SLOPE_ROUNDING,
     UNINFORMATIVE,
     ToleranceUsed,
+    with_rtol,
 )
 
 if TYPE_CHECKING:
@@ -1245,7 +1246,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
             xv, uv = x.item(), u.item()
             drawn = max(math.sqrt(uv * uv), 1e-300)
             uv = uv * (factors[pos] / length / drawn) * max(abs(xv), 1.0)
-            u = torch.tensor(uv, dtype=torch.float64).reshape(x.shape)
+            u = E.fresh([uv], x.shape)
             points.append((xv, uv))
         else:
             size = x.abs().to(torch.float64).clamp_min(1.0)
@@ -1267,7 +1268,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
         elif float((g.detach().to(torch.float64) * u).sum()) < 0:
             parts[pos] = (j, x, -u)
     precision = str(parts[0][1].dtype).removeprefix("torch.")
-    exact = dataclasses.replace(tol, rtol=0.0)  # the sum's agreement within the evidence's bound (and atol) only
+    exact = with_rtol(tol, 0.0)  # the sum's agreement within the evidence's bound (and atol) only
     memo: dict[tuple[float, ...], Any] = {}
 
     def phi_for(ws: list[torch.Tensor]) -> Batched:
