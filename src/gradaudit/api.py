@@ -25,6 +25,7 @@ from .findings import Findings
 from .guard import CheckTimeout, time_limit
 from .naming import Described, describe, rerun
 from .record import Comparison, ErrorInfo, Evidence, InputMeta, Location, Record
+from .render.common import plural
 from .tolerances import (
     RESOLVE,
     SAFETY,
@@ -1135,8 +1136,6 @@ def _evidence(info: Info, mode: str, dtype: str, bound: float | None) -> Evidenc
 
 
 def _summary(f: Findings) -> str:
-    from .render.common import plural
-
     held = f"; {f.not_checked}" if f.not_checked else ""
     if f.verdict == "pass":
         return f"{plural(f.total, 'value')} compared, all within the allowance{held}"

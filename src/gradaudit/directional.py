@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from . import evaluate as E
 from . import judge as J
-from .evaluate import SMALL_BATCH, Info, Problem, batched_outputs, held
+from .evaluate import SMALL_BATCH, Info, Problem, batched_outputs
 from .findings import Findings, unravel
 from .numeric import ridders_tableau, truncation
 from .record import Comparison, Location
@@ -1038,7 +1038,7 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
             u = u.add_(u.sign(), alpha=0.5)  # draw, and is split out (by its own term, _split) for that alone
         # each element moves relative to its own magnitude, max(1, |x_i|): a tensor holding 400 and 0.3
         # is not probed with the step of 400 for both
-        f.held = held(x)
+        f.held = problem.held(j)
         given = grads[pos]
         g = None if given is None else given if given.dtype == torch.float64 else given.to(torch.float64)
         tiny = (scalars and x.numel() == 1 and x.dtype == torch.float64 and f.held is None
@@ -1238,7 +1238,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
     points: list[tuple[float, float]] = []
     for pos, j in enumerate(problem.diff):
         x = problem.inputs[j].detach()
-        if (grads[pos] is None or not x.numel() or not x.is_floating_point() or held(x) is not None
+        if (grads[pos] is None or not x.numel() or not x.is_floating_point() or problem.held(j) is not None
                 or x.dtype != problem.inputs[problem.diff[0]].dtype):
             return None  # None gradients, empty or non-finite inputs: their own checks say what they find
         u = draws[pos]

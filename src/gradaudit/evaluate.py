@@ -66,6 +66,7 @@ class Problem:
     _f_scale: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     _f_size: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     _x_size: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
+    _held: dict[int, tuple[torch.Tensor, torch.Tensor | None]] = field(default_factory=dict)
     random: bool | None = None  # draws random numbers (found on the first call): evaluated from one fixed state
     rng_seed: int = 0
     rng_devices: tuple[int, ...] = ()  # CUDA devices whose generators are fixed too
@@ -190,6 +191,14 @@ class Problem:
         cached = self._f_size.get(k)
         if cached is None or cached[0] is not out:
             cached = self._f_size[k] = (out, self.f_scale(k).clamp_min(1.0))
+        return cached[1]
+
+    def held(self, j: int) -> torch.Tensor | None:
+        """:func:`held` of input j (computed once per input tensor; callers do not write to it)."""
+        x = self.inputs[j]
+        cached = self._held.get(j)
+        if cached is None or cached[0] is not x:
+            cached = self._held[j] = (x, held(x))
         return cached[1]
 
     def x_size(self, j: int) -> torch.Tensor:

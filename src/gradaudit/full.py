@@ -41,7 +41,6 @@ from .evaluate import (
     batched_outputs,
     central_columns,
     forward_columns,
-    held,
     numeric_columns,
     ridders_columns,
     slopes,
@@ -122,7 +121,7 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
     import torch
 
     found = {j: Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
-                         [tuple(o.shape) for o in problem.outputs], held=held(problem.inputs[j])) for j in problem.diff}
+                         [tuple(o.shape) for o in problem.outputs], held=problem.held(j)) for j in problem.diff}
     banded = _banded(problem, gen, info) if len(problem.diff) == 1 and len(problem.outputs) == 1 else None
     derived = False  # autograd's rows are the first backward itself: comparing them with it is no evidence
     if banded is not None:

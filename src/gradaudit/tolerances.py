@@ -154,12 +154,19 @@ def eps(dtype: str) -> float:
 def resolve(kind: Kind, dtype: str, user: Tolerance | None = None, *, scheme: str | None = None) -> ToleranceUsed:
     """The tolerance that governs one comparison: the user's (with its why) or the default for
     *kind* at *dtype*, with its basis and whether the evidence bound is added."""
-    atol, rtol, basis, factor = _default(kind, dtype, scheme)
     if user is None:
-        return ToleranceUsed(atol, rtol, None, True, basis, factor)
+        return _resolved(kind, dtype, scheme)
+    atol, rtol, basis, factor = _default(kind, dtype, scheme)
     same = (float(user.atol), float(user.rtol)) == (atol, rtol)
     return ToleranceUsed(float(user.atol), float(user.rtol), user.why, same,
                          basis if same else "set by the check (see why)", factor)
+
+
+@lru_cache(maxsize=256)
+def _resolved(kind: Kind, dtype: str, scheme: str | None) -> ToleranceUsed:
+    """The default tolerance for *kind* at *dtype* (made once: it is immutable)."""
+    atol, rtol, basis, factor = _default(kind, dtype, scheme)
+    return ToleranceUsed(atol, rtol, None, True, basis, factor)
 
 
 @lru_cache(maxsize=256)
