@@ -303,7 +303,7 @@ def _from_buffer(code: str, values: list[Any], shape: tuple[int, ...] | torch.Si
     if not values:  # (a buffer of no bytes is refused)
         return torch.empty(shape, dtype=dtype)
     t = torch.frombuffer(array.array(code, values), dtype=dtype)
-    return t if len(shape) == 1 else t.view(shape)
+    return t if len(shape) == 1 else t.view(tuple(shape))  # (a tuple: a torch.Size argument costs 2 us more)
 
 
 def _real(t: Any) -> Any:
