@@ -132,6 +132,13 @@ CASES = {
     "a fast oscillation off by 1e-8": (lambda x: FastSine.apply(x), lambda: (t(-1.0, -0.2, 0.45, 1.0),)),
     # torch's trigamma, 3e-10 off: central differences pass it within their bound, the confirmation decides
     "digamma at half-integers": (torch.digamma, lambda: (t(0.5, 1.5, 2.5),)),
+    # one output element, entries central differences cannot resolve to 1e-8: projections along some columns
+    # (phi of the moved outputs in Python floats, _split's first step, the open columns in Python floats)
+    "a scalar loss of four elements": (lambda x: torch.sin(x).sum(), lambda: (t(0.7, 1.2, -0.3, 2.0),)),
+    "a small loss, projected along its columns": (
+        lambda x: torch.nn.functional.soft_margin_loss(x, torch.tensor([1.0, -1.0, 1.0, 1.0, -1.0], dtype=F64)),
+        lambda: (t(-4.83, -7.58, -0.60, -1.54, -1.97),)),
+    "two scalars with small entries": (lambda a, b: a * torch.exp2(b), lambda: (s(-4.83), s(-7.58))),
 }
 
 
