@@ -813,27 +813,12 @@ def _flag(value: bool) -> torch.Tensor:
     return _FLAGS[int(value)]
 
 
-def _largest_norm(terms: list[float]) -> float:
-    """float(t.square().sum(1).max()) ** 0.5 of a column of one term per row, in Python floats: the same IEEE
-    operations (0 + t t per row; NaN if any row is NaN, as torch's max)."""
-    squares = [0.0 + t * t for t in terms]
-    if not squares:
-        return 0.0
-    if any(q != q for q in squares):
-        return math.nan
-    return max(squares) ** 0.5
-
-
 def _weighted(outs: list[torch.Tensor], ws: list[torch.Tensor]) -> tuple[list[float], float]:
     """sum_k v_k . f_k per row of the outputs (one row per step), and the largest 2-norm of the terms."""
     import torch
 
-    if len(outs) == 1 and outs[0].shape[1] == 1 and E.LEAN:  # one output element: its terms, in Python floats
-        w = ws[0].item()
-        values = [o * w for o in outs[0].reshape(-1).tolist()]
-        size = _largest_norm(values)
-        if size != math.inf:  # (else the squares overflowed: the tensor path scales them)
-            return [0.0 + t for t in values], size  # a sum of one term: 0 + t, as torch's (-0.0 becomes 0.0)
+    if len(outs) == 1 and outs[0].shape[1] == 1 and E.LEAN:  # one output element: as a scalar output's
+        return _scalar_weighted([[f] for f in outs[0].reshape(-1).tolist()], [ws[0].item()])
     terms = [o * v.reshape(1, -1) for o, v in zip(outs, ws)]
     if len(terms) == 1:  # one output: stacking and summing one tensor changes nothing
         total = terms[0].sum(1)
@@ -864,9 +849,9 @@ def _weighted_moving(outs: list[torch.Tensor], ws: list[torch.Tensor], base: lis
         stirred = any(c != 0 for c in changes)  # (NaN != 0: changed, as the tensor path)
         if moving is not None:
             moving[:] = [_flag(stirred or (bool(moving[0]) if moving else False))]
-        size = _largest_norm([o * (w * (1.0 if stirred else 0.0)) for o in values])
-        if size != math.inf:
-            return [0.0 + c * w for c in changes], size
+        # the changes weighted (phi less phi(0)), and the size of the terms of an output element that moved
+        totals = _scalar_weighted([[c] for c in changes], [w])[0]
+        return totals, _scalar_weighted([[f] for f in values], [w * (1.0 if stirred else 0.0)])[1]
     moved = [o - b for o, b in zip(outs, base)]
     weights = [v.reshape(1, -1) for v in ws]
     changed = [(m != 0).any(0, keepdim=True) for m in moved]
