@@ -859,3 +859,88 @@ def test_state_a_forward_leaves_for_its_backward_is_fresh_at_every_backward(mode
 
     res = ga.check(two, (leaf(4),), mode=mode)
     assert res.ok, res
+
+
+def test_each_output_alone_is_back_propagated_through_one_forward_of_its_own():
+    """Directional mode checks each output of a function alone (vₖᵀJₖu), one backward per output. They share
+    one forward, taken right before them (after the evaluations of the check of all outputs at once), so
+    three outputs cost two forwards with a graph in all (the first call's and this one), not one per output;
+    and a backward that is wrong for one output alone still fails there."""
+    graphs = []
+
+    def three(x):
+        graphs.append(torch.is_grad_enabled())
+        return x.sin(), x.cos().sum(), (x * x).mean()
+
+    res = ga.check(three, (leaf(5),), mode="directional")
+    assert res.verdict == "pass", res.report()
+    assert sum(graphs) == 2, graphs
+
+    class SecondAlone(torch.autograd.Function):
+        """(x², x.sum()) with its backward."""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x, x.sum()
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g1 + g2
+
+    class DropsSecond(SecondAlone):
+        """The same, but the second output's gradient is dropped when it alone receives one."""
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g1 + (g2 if bool(g1.ne(0).any()) else 0.0 * g2)
+
+    assert ga.check(SecondAlone.apply, (leaf(4),), mode="directional").verdict == "pass"
+    res = ga.check(DropsSecond.apply, (leaf(4),), mode="directional")
+    assert res.verdict == "fail", res.report()
+    assert "output 1 alone" in res.report()
+
+
+def test_a_projections_still_and_moved_shares_are_computed_once_per_set_of_moved_elements():
+    """directional._still splits autograd's vᵀJu along part of an input into the share of the output elements no
+    step moved and that of the moved ones (a forward and two backwards). The shares depend on which elements moved,
+    not on the step: asked again with the same moved elements (a failure judged again after the quick stage, as
+    multi_head_attention_forward's sample 0 was, three times), they are reused without a forward, and only the
+    bound the still elements can hold scales with the step. The expected values are the analytic ones."""
+    from gradaudit import api, directional
+    from gradaudit.tolerances import ROUNDING_ULPS
+
+    calls = []
+
+    def fn(a):
+        calls.append(1)
+        return torch.cat([100 + 1e-14 * torch.sin(a), 1e-19 * torch.exp(a[:1])])
+
+    x = torch.tensor([0.3, -0.7, 0.9], dtype=F64, requires_grad=True)
+    problem = api._problem(fn, (x,), None)
+    u = torch.tensor([1.0, 0.0, 0.0], dtype=F64)
+    ws = [torch.ones(4, dtype=F64)]
+    moving = torch.tensor([False, False, False, True])  # only the small output moved
+    still = directional._still(problem, 0, u, ws, lambda: [moving])
+    before = len(calls)
+    first = still(1e-2)
+    assert len(calls) == before + 1  # one forward (and two backwards)
+    second = still(1e-3)
+    assert len(calls) == before + 1  # none
+    eps = torch.finfo(F64).eps
+    # the three still elements (100 + 1e-14 sin x, each of size max(1, |f|) = 100 to the last bit or so) can hold
+    # 2 ROUNDING_ULPS eps max(1, |f_r|) |v_r| each over the step
+    sizes = 100 + 1e-14 * torch.sin(x.detach())
+    hidden = float((2 * ROUNDING_ULPS * eps * sizes).sum())
+    assert first[0] == pytest.approx(1e-14 * math.cos(0.3), rel=1e-12)  # the still share: (J u)_0 = 1e-14 cos x0
+    assert first[1] == pytest.approx(1e-19 * math.exp(0.3), rel=1e-12)  # the moved share: 1e-19 exp(x0)
+    assert first[2] == pytest.approx(hidden / 1e-2, rel=1e-12)
+    assert (second[0], second[1]) == (first[0], first[1])
+    assert second[2] == pytest.approx(hidden / 1e-3, rel=1e-12)
+    moving = torch.tensor([True, False, False, True])  # another set of moved elements: measured again
+    third = still(1e-2)
+    assert len(calls) == before + 2
+    assert third is not None and third[0] == 0.0 and third[1] == pytest.approx(
+        1e-14 * math.cos(0.3) + 1e-19 * math.exp(0.3), rel=1e-12)

@@ -615,6 +615,8 @@ def _still(problem: Problem, j: int, u: torch.Tensor, ws: list[torch.Tensor],
     bug in what the steps see still shows; one in the still elements' share is below what any step resolves, and a
     share beyond what they can hold (a backward leaking gradient into an output that does not depend on these
     columns) fails."""
+    shares: dict[tuple[bytes | None, ...], list[float | None]] = {}  # per set of moved elements: the two shares
+
     def still(h0: float) -> tuple[float, float, float] | None:
         import torch
 
@@ -638,6 +640,14 @@ def _still(problem: Problem, j: int, u: torch.Tensor, ws: list[torch.Tensor],
             moved_weights.append(torch.where(shaped, w, 0.0))
         if not hidden > 0.0:
             return None
+        # the shares depend on the moved elements alone, not on h0: a second call after as many moves (Ridders'
+        # failure after the quick stage's, multi_head_attention_forward's sample 0 three times) reuses them, the
+        # same numbers a forward and backwards of their own would give
+        key = tuple(None if m is None else m.numpy().tobytes() for m in masks)
+        known = shares.get(key)
+        if known is not None and known[1] is not None:
+            share, moved_share = known
+            return (share, moved_share, hidden / h0) if abs(share) <= hidden / h0 else None  # type: ignore[arg-type]
         xs, outs = problem.forward_with_graph()
         direction = u.reshape(-1).to(torch.float64)
 
@@ -646,9 +656,11 @@ def _still(problem: Problem, j: int, u: torch.Tensor, ws: list[torch.Tensor],
             return 0.0 if g is None else float((g.detach().to(torch.float64).reshape(-1) * direction).sum())
 
         share = along(still_weights, True)
+        shares[key] = [share, None]
         if not abs(share) <= hidden / h0:
             return None
-        return share, along(moved_weights, False), hidden / h0
+        shares[key][1] = moved_share = along(moved_weights, False)
+        return share, moved_share, hidden / h0
 
     return still
 
@@ -977,13 +989,18 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
 
     def output_alone(k: int) -> tuple[torch.Tensor | None, ...] | None:
         """vₖᵀJₖ for every checked input, output k alone receiving a gradient (None: k does not require
-        grad): a forward and one backward per output, for all inputs at once."""
+        grad): at the first call, one forward and then one backward per output through its graph (retained
+        until the last), for all inputs at once; the same backwards as a forward of their own each, with one
+        forward instead of one per output (a forward right before its backwards, as every batch of them gets)."""
         from .evaluate import grad
 
-        if k not in alone:
+        if not alone:
             xs, outs = problem.forward_with_graph()
-            alone[k] = (grad([outs[k]], [xs[i] for i in problem.diff], [vs[k]], allow_unused=True)
-                        if outs[k].requires_grad else None)
+            wrt = [xs[i] for i in problem.diff]
+            last = max((i for i, o in enumerate(outs) if o.requires_grad), default=-1)
+            for i, o in enumerate(outs):
+                alone[i] = (grad([o], wrt, [vs[i]], allow_unused=True, retain_graph=i < last)
+                            if o.requires_grad else None)
         return alone[k]
 
     found: dict[int, Findings] = {}
