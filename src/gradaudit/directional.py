@@ -645,9 +645,11 @@ def _still(problem: Problem, j: int, u: torch.Tensor, ws: list[torch.Tensor],
         # same numbers a forward and backwards of their own would give
         key = tuple(None if m is None else m.numpy().tobytes() for m in masks)
         known = shares.get(key)
-        if known is not None and known[1] is not None:
-            share, moved_share = known
-            return (share, moved_share, hidden / h0) if abs(share) <= hidden / h0 else None  # type: ignore[arg-type]
+        if known is not None and known[0] is not None:
+            if not abs(known[0]) <= hidden / h0:
+                return None
+            if known[1] is not None:
+                return known[0], known[1], hidden / h0
         xs, outs = problem.forward_with_graph()
         direction = u.reshape(-1).to(torch.float64)
 
