@@ -9,10 +9,12 @@ lower-precision cast inside a float64 function (tanh(x.half())), gelu's tail (x 
 exp(c x) with c up to 60), whose entries full mode judges below its rounding floor: each is differentiable in the
 mathematics and its
 backward is right, but no finite difference of its float64 evaluation sees that derivative to the default
-tolerance's 1e-8. A right backward should pass or be inconclusive; a failure here is a false alarm. Verdicts only,
-no timing.
+tolerance's 1e-8. A right backward should pass or be inconclusive; a failure here is a false alarm. With --off, the
+backward is wrong instead, its element 0 off by that relative amount: a pass there is a miss (it should fail, or be
+inconclusive where the evidence cannot decide). Verdicts only, no timing.
 
     python bench/rounding.py                   # about a minute on one core
+    python bench/rounding.py --off 0.5         # a backward 50% off at one element: the misses per mode
     python bench/rounding.py --families variance,log1p --seeds 5 --out rounding.jsonl
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import warnings
 from collections import Counter
@@ -70,6 +73,29 @@ def families() -> dict[str, tuple[str, Callable[..., Any], Callable[[int], Any]]
     }
 
 
+def off_at_zero(fn: Callable[..., Any], off: float) -> Callable[..., Any]:
+    """*fn* with torch's own backward, the gradient of input element 0 times 1 + *off*."""
+    import torch
+
+    class Planted(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            ctx.save_for_backward(x)
+            return fn(x)
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            (x,) = ctx.saved_tensors
+            with torch.enable_grad():
+                y = x.detach().requires_grad_(True)
+                (d,) = torch.autograd.grad(fn(y), y, g)
+            d = d.detach().clone()
+            d[0] *= 1 + off
+            return d
+
+    return Planted.apply
+
+
 def verdict(tool: str, fn: Callable[..., Any], x: Any, seed: int) -> str:
     import torch
     from torch.autograd.gradcheck import GradcheckError
@@ -86,23 +112,24 @@ def verdict(tool: str, fn: Callable[..., Any], x: Any, seed: int) -> str:
     return str(ga.check(fn, (x,), mode=tool, seed=seed).verdict)
 
 
-def cases(names: list[str], seeds: int) -> Iterator[tuple[str, int, int, Any, Callable[..., Any]]]:
+def cases(names: list[str], seeds: int, off: float = 0.0) -> Iterator[tuple[str, int, int, Any, Callable[..., Any]]]:
     table = families()
     for name in names:
         _, fn, point = table[name]
+        fn = off_at_zero(fn, off) if off else fn
         for k in range(POINTS):
             x = point(k)
             for seed in range(seeds):
                 yield name, k, seed, x, fn
 
 
-def run(names: list[str], seeds: int, out: Path | None) -> list[dict[str, Any]]:
+def run(names: list[str], seeds: int, out: Path | None, off: float = 0.0) -> list[dict[str, Any]]:
     rows = []
     handle = out.open("w") if out else None
     try:
-        for name, k, seed, x, fn in cases(names, seeds):
+        for name, k, seed, x, fn in cases(names, seeds, off):
             # gradcheck draws nothing at random: its verdict is the same at every seed
-            row = {"family": name, "point": k, "seed": seed,
+            row = {"family": name, "point": k, "seed": seed, "off": off,
                    **{tool: (rows[-1][tool] if tool == "gradcheck" and seed else
                              verdict(tool, fn, x.clone().requires_grad_(True), seed)) for tool in TOOLS}}
             rows.append(row)
@@ -115,9 +142,10 @@ def run(names: list[str], seeds: int, out: Path | None) -> list[dict[str, Any]]:
     return rows
 
 
-def summary(rows: list[dict[str, Any]]) -> str:
+def summary(rows: list[dict[str, Any]], off: float = 0.0) -> str:
     table = families()
-    lines = ["right backwards: pass / inconclusive / fail (error) per tool, over points x seeds", "",
+    what = f"backwards off by {off:g} at element 0" if off else "right backwards"
+    lines = [f"{what}: pass / inconclusive / fail (error) per tool, over points x seeds", "",
              "| function | checks | gradcheck (slow) | full | directional |", "|---|---:|---|---|---|"]
     for name in dict.fromkeys(r["family"] for r in rows):
         mine = [r for r in rows if r["family"] == name]
@@ -128,8 +156,12 @@ def summary(rows: list[dict[str, Any]]) -> str:
             cells.append(f"{c['pass']} / {c['inconclusive']} / {c['fail']}{errors}")
         lines.append(f"| {table[name][0]} | {len(mine)} | " + " | ".join(cells) + " |")
     for tool in ("full", "directional"):
-        alarms = sum(r[tool] == "fail" for r in rows)
-        lines.append(f"\n{tool}: {alarms} false alarm(s) in {len(rows)} checks of right backwards")
+        if off:
+            misses = sum(r[tool] == "pass" for r in rows)
+            lines.append(f"\n{tool}: {misses} miss(es) (a pass) in {len(rows)} checks of wrong backwards")
+        else:
+            alarms = sum(r[tool] == "fail" for r in rows)
+            lines.append(f"\n{tool}: {alarms} false alarm(s) in {len(rows)} checks of right backwards")
     return "\n".join(lines)
 
 
@@ -140,12 +172,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--families", help="comma-separated names (default: all): " + ", ".join(known))
     parser.add_argument("--seeds", type=int, default=3, help="seeds per point (default 3)")
     parser.add_argument("--out", type=Path, help="also write one JSON line per check")
+    parser.add_argument("--off", type=float, default=0.0,
+                        help="plant a relative error of this size at element 0 of the backward (default 0: right "
+                             "backwards); a pass is then a miss")
     args = parser.parse_args(argv)
     names = known if not args.families else [n.strip() for n in args.families.split(",") if n.strip()]
     unknown = [n for n in names if n not in known]
-    if unknown or args.seeds < 1:
+    if unknown or args.seeds < 1 or not math.isfinite(args.off) or args.off <= -1:
         print(f"bench/rounding.py: unknown family {unknown[0]!r}; known: {', '.join(known)}." if unknown else
-              f"bench/rounding.py: --seeds must be at least 1; got {args.seeds}.", file=sys.stderr)
+              f"bench/rounding.py: --seeds must be at least 1; got {args.seeds}." if args.seeds < 1 else
+              f"bench/rounding.py: --off must be a finite relative error above -1 (0.5: 50% too large); "
+              f"got {args.off}.", file=sys.stderr)
         return 2
     import torch
 
@@ -154,10 +191,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # gradcheck warns on some of these; its verdict is what counts
-            rows = run(names, args.seeds, args.out)
+            rows = run(names, args.seeds, args.out, args.off)
     finally:
         torch.set_num_threads(threads)
-    print(summary(rows))
+    print(summary(rows, args.off))
     return 0
 
 

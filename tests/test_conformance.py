@@ -2408,3 +2408,49 @@ def test_gelus_tail_whose_forward_rounds_in_stairs_is_never_a_failure_in_full_mo
     assert ga.check(_element_off(fn, 0.5, 1), (x.clone().requires_grad_(),), mode="full", seed=1).verdict == "fail"
     res = ga.check(_element_off(fn, 1e-8, 5), (x.clone().requires_grad_(),), mode="full", seed=1)
     assert res.verdict == "fail" and {m.element for m in res.mismatches} == {(5,)}, res.report()
+
+
+def test_a_function_that_rounds_like_its_terms_is_decided_alike_in_every_mode():
+    """mean(x²) - mean(x)² at 100 ± 0.01 computes an output of 1e-4 from squares of 1e4: each evaluation is off by
+    about 1e-12, far more than eps times the output. Full mode's one-sided slopes count that measured rounding
+    (evaluate.measure_noise); directional mode's counted only eps times phi's terms, so at steps of 1.5e-8 their
+    rounding (about 1e-3 of the slope) read as a kink, and directional mode was inconclusive on every backward 50%
+    off (12 of 12 point/seed pairs) where full mode fails it. Its slopes now count the measured rounding too:
+    a backward off by 50% or by 0.1% at one element fails in both modes (the slopes resolve about 1e-3 of it), and
+    the right backward never fails."""
+    def variance(a):
+        return (a * a).mean() - a.mean() ** 2
+
+    for k in range(3):
+        x = 100 + 0.01 * torch.randn(6, generator=torch.Generator().manual_seed(100 + k), dtype=F64)
+        for mode in ("full", "directional"):
+            for seed in range(2):
+                right = ga.check(variance, (x.clone().requires_grad_(),), mode=mode, seed=seed)
+                assert right.verdict != "fail", (k, mode, seed, right.report())
+                for off in (0.5, 1e-3):
+                    wrong = ga.check(_element_off(variance, off, 0), (x.clone().requires_grad_(),), mode=mode,
+                                     seed=seed)
+                    assert wrong.verdict == "fail", (k, mode, seed, off, wrong.report())
+
+
+def test_a_small_term_absorbed_into_a_large_one_never_passes_a_wrong_backward():
+    """(1 + 1e-12 sin x) - 1 moves in stairs of 2.2e-16 (a float64 sum absorbs most of the small term), and its
+    slope, 1e-12 cos x, is a few hundred stairs over Ridders' first step. Where its bound, widened by the stairs,
+    held the value itself, the estimate was judged absolutely, against a derivative of natural size 1, and a
+    backward 50% off at one element PASSED directional mode (6 of 12 point/seed pairs) and full mode (12 of 12;
+    its note said a bug of 1e-8 or more may pass). Where the one-sided slopes show the staircase (exactly 0 while
+    the estimate is not), such a pass is inconclusive, and full mode's projection along the columns it left open
+    saying so leaves them undecided: the wrong backward is never passed; the right one never fails."""
+    def absorbed(a):
+        return (1 + 1e-12 * torch.sin(a)) - 1
+
+    for k in range(4):
+        x = -1 + 2 * torch.rand(5, generator=torch.Generator().manual_seed(200 + k), dtype=F64)
+        for mode in ("full", "directional"):
+            for seed in range(3):
+                wrong = ga.check(_element_off(absorbed, 0.5, 0), (x.clone().requires_grad_(),), mode=mode, seed=seed)
+                assert wrong.verdict != "pass", (k, mode, seed, wrong.report())
+                right = ga.check(absorbed, (x.clone().requires_grad_(),), mode=mode, seed=seed)
+                assert right.verdict != "fail", (k, mode, seed, right.report())
+    res = ga.check(_element_off(absorbed, 0.5, 0), (x.clone().requires_grad_(),), mode="full", seed=0)
+    assert "a staircase" in res.report() and "not decided" in res.report(), res.report()

@@ -227,3 +227,12 @@ def test_a_quick_stage_is_judged_as_the_judge_judges_it(seed):
                 assert stage.diff == diff or (math.isnan(stage.diff) and math.isnan(diff)), (o, r, stage, diff)
                 assert stage.allowed == allowed or (math.isnan(stage.allowed) and math.isnan(allowed)), \
                     (o, r, b1, b2, stage, allowed)
+
+
+def test_a_staircase_reason_says_the_slopes_are_flat():
+    """One-sided slopes exactly 0 beside a large-step estimate that is not: the function moves in stairs at the small
+    step's scale, and the reason says so whatever autograd chose (near 0 or near the estimate)."""
+    for observed in (1.7e-12, 0.0, 3.0):
+        text = J.reason_text(J.DISCONTINUITY, observed, 1.3e-12, (0.0, 0.0))
+        assert "not differentiable at the small step's scale" in text and "exactly 0" in text, text
+    assert "exactly 0" not in J.reason_text(J.DISCONTINUITY, 1.0, 2.0, (1.0, 1.0))

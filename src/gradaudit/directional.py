@@ -343,6 +343,8 @@ def _one_sided(phi_many: Batched, t: float, perturbation: float, resolve: float,
 
     used = 0
     given = perturbation
+    measure = getattr(phi_many, "noise", None)
+    measured = 0.0 if measure is None else measure()
     while True:
         t, exact = _snap(phi_many, t, 1)
         perturbation = 0.0 if exact else given
@@ -351,7 +353,7 @@ def _one_sided(phi_many: Batched, t: float, perturbation: float, resolve: float,
         slope_left = 2 * ((zero - half_left) / (t / 2)) - (zero - left) / t
         slope_right = 2 * ((half_right - zero) / (t / 2)) - (right - zero) / t
         trunc = abs((right - left) / (2 * t) - (half_right - half_left) / t)  # as evaluate.slopes: f''' t^2 / 8
-        noise = 10 * (EPS64 * _unit(phi_many) * size + perturbation) / t
+        noise = 10 * (EPS64 * _unit(phi_many) * size + perturbation + measured) / t
         if used > 5 or t >= cap or not noise > resolve:
             break
         t = min(t * noise / resolve, cap)  # the bound scales as 1 / t
@@ -512,17 +514,28 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                 if int(redo.verdict) != J.FAIL:
                     judged, shown = redo, shares[1]
                     result.update(autograd_unmoved=shares[0], autograd_moved=shares[1], unmoved_bound=shares[2])
-    if result["scheme"] != "richardson (h, 2h)" and _unresolved(judged, result["error_bound"], result["numeric"], tol,
-                                                                  precision):
+    coarse = _unresolved(judged, result["error_bound"], result["numeric"], tol, precision)
+    # a pass whose bound holds the value itself, which is not 0: judged absolutely, against the derivative's natural
+    # size, unless the slopes show a staircase
+    held = not coarse and result["numeric"] != 0.0 and _unresolved(judged, result["error_bound"], result["numeric"],
+                                                                      tol, precision, within=True)
+    flat = pair is not None and float(pair[0]) == 0.0 == float(pair[1])
+    if (coarse or held) and (result["scheme"] != "richardson (h, 2h)" or flat):
         # a pass of Ridders coarser than the promise stands only where the slopes show a smooth function (J.rough),
-        # as in full mode (full._shrink): a staircase is not differentiable at the small step's scale
+        # as in full mode (full._shrink): a staircase is not differentiable at the small step's scale. Where the
+        # bound holds the whole value, a staircase (flat slopes) leaves it undecided too: a float64 sum that absorbs
+        # most of a term of 1e-12 beside 1, (1 + 1e-12 sin x) - 1, moves in stairs of 2.2e-16, Ridders' bound on
+        # them held the value, and a backward 50% off at one element PASSED on that allowance, absolute against a
+        # derivative of natural size 1
         import torch
 
         if pair is None:
             pair, used = _one_sided(phi_many, EPS64 ** 0.5 * scale, perturbation, math.inf, SLOPE_CAP * scale)
             result["slopes"] = (float(pair[0]), float(pair[1]))
             result["evaluations"] += used
-        rough = J.rough(*pair[:3], torch.tensor(result["numeric"], dtype=torch.float64))
+        value = torch.tensor(result["numeric"], dtype=torch.float64)
+        rough = (J.rough(*pair[:3], value) if coarse else
+                 (pair[0] == 0) & (pair[1] == 0) & (value.abs() > pair[2]))  # (J.rough's flat alone)
         if bool(rough):
             judged = judged.undecided(rough, J.DISCONTINUITY)
     if (_unit(phi_many) > 1 or clash) and _unresolved(judged, result["error_bound"], result["numeric"], tol, precision):
@@ -697,15 +710,18 @@ def resolves(term: Any, possible: float, curve: float) -> Any:
     return term * (term * RESOLVE - possible) > CURVE_MARGIN * curve
 
 
-def _unresolved(judged: J.Judged, err: float, value: float, tol: ToleranceUsed, precision: str) -> bool:
+def _unresolved(judged: J.Judged, err: float, value: float, tol: ToleranceUsed, precision: str, *,
+                within: bool = False) -> bool:
     """A pass whose evidence is coarser than the default tolerance's promise: SAFETY times Ridders' error bound
     above RESOLVE |value| (a backward off by 1e-8 could pass within it), in float64 at the default tolerance, as
     full mode asks of every entry (full._unresolved_terms). Ridders then starts again from smaller steps, and
     the finest bound is kept: tan 0.05 from its pole, along a direction mixing it with 19 other elements, has
-    a bound of 1.4e-8 from h0 = 1e-2 and a backward off by 1e-8 passed within it."""
+    a bound of 1.4e-8 from h0 = 1e-2 and a backward off by 1e-8 passed within it. A value within its own bound
+    is exempt (it may be zero, and is judged against the derivative's natural size), unless *within*."""
     wide = SAFETY * err
     return (int(judged.verdict) == J.PASS and tol.default and precision == "float64"
-            and abs(value) > wide > RESOLVE * abs(value))  # below its own bound a relative error means nothing
+            and (within or abs(value) > wide)  # below its own bound a relative error means nothing (*within*: it
+            and wide > RESOLVE * abs(value))  # does, as the caller knows: a staircase's slope is not zero)
 
 
 def _scalar_preamble(x: torch.Tensor, u: torch.Tensor, g: torch.Tensor | None
@@ -1399,8 +1415,10 @@ def _per_output(problem: Problem, pos: int, u: torch.Tensor, vs: list[torch.Tens
 def _projection(f: Findings, out: dict[str, Any], kind: str, note: str, at: tuple[int, ...] | None = None
                 ) -> Comparison:
     judged: J.Judged = out["judged"]
+    pair = out.get("slopes")  # (the one-sided slopes, where measured: a kink's or a staircase's reason names them)
+    sides = None if pair is None else (judged.diff.new_tensor(pair[0]), judged.diff.new_tensor(pair[1]))
     c = J.comparison(judged, 0, judged.diff.new_tensor(out["observed"]), judged.diff.new_tensor(out["numeric"]),
-                     Location(f.name, at), slopes=None, kind=kind)
+                     Location(f.name, at), slopes=sides, kind=kind)
     if kind == "none-gradient":  # the note says it all: what autograd gave and what the evidence shows
         return dataclasses.replace(c, reason=note)
     return dataclasses.replace(c, reason=f"{c.reason}; {note}" if c.reason else note)
