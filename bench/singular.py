@@ -63,8 +63,9 @@ def functions() -> dict[str, tuple[Callable[[Any], Any], list[float], Callable[[
     return {name: (fn, points, mp(name)) for name, (fn, points) in table.items()}
 
 
-def scaled(fn: Callable[[Any], Any], rel: float) -> Callable[[Any], Any]:
-    """*fn* whose backward is torch's own times 1 + *rel* (the right one for rel = 0)."""
+def scaled(fn: Callable[[Any], Any], rel: float, at: int | None = None) -> Callable[[Any], Any]:
+    """*fn* whose backward is torch's own times 1 + *rel* (the right one for rel = 0); with *at*, at that flat
+    element of the gradient alone (bench/rounding.py's --off)."""
     import torch
 
     if rel == 0.0:
@@ -82,7 +83,11 @@ def scaled(fn: Callable[[Any], Any], rel: float) -> Callable[[Any], Any]:
             with torch.enable_grad():
                 y = x.detach().requires_grad_(True)
                 (d,) = torch.autograd.grad(fn(y), y, g)
-            return d * (1 + rel)
+            if at is None:
+                return d * (1 + rel)
+            d = d.detach().clone()
+            d.reshape(-1)[at] *= 1 + rel
+            return d
 
     return Scaled.apply
 

@@ -231,8 +231,12 @@ def test_a_quick_stage_is_judged_as_the_judge_judges_it(seed):
 
 def test_a_staircase_reason_says_the_slopes_are_flat():
     """One-sided slopes exactly 0 beside a large-step estimate that is not: the function moves in stairs at the small
-    step's scale, and the reason says so whatever autograd chose (near 0 or near the estimate)."""
-    for observed in (1.7e-12, 0.0, 3.0):
+    step's scale, and the reason says so whatever autograd chose, near 0 (1.7e-12 beside an estimate of 1.3e-12, which
+    the old text said matched the slopes) or near the estimate; where autograd chose exactly 0, the local slope, it is
+    a jump inside the large steps (floor's backward), and the reason says that."""
+    for observed in (1.7e-12, 3.0):
         text = J.reason_text(J.DISCONTINUITY, observed, 1.3e-12, (0.0, 0.0))
         assert "not differentiable at the small step's scale" in text and "exactly 0" in text, text
+    text = J.reason_text(J.DISCONTINUITY, 0.0, 0.5, (0.0, 0.0))
+    assert "a discontinuity within the step" in text and "exactly 0" not in text, text
     assert "exactly 0" not in J.reason_text(J.DISCONTINUITY, 1.0, 2.0, (1.0, 1.0))

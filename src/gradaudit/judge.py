@@ -376,7 +376,7 @@ def reason_text(code: int, obs: float, ref: float, slopes: tuple[float, float] |
             text += f", autograd chose {obs:.6g}"
         return text + (", resolved by the declared convention" if code == CONVENTION else "")
     if code == DISCONTINUITY and slopes is not None:
-        if slopes[0] == 0.0 == slopes[1] and ref != 0.0:
+        if slopes[0] == 0.0 == slopes[1] and ref != 0.0 and obs != 0.0:  # (autograd's exact 0: a jump's text)
             return (f"not differentiable at the small step's scale: the local one-sided slopes are exactly 0, the "
                     f"large-step evidence {ref:.6g} (a staircase: a lower-precision cast inside, or a small term "
                     "absorbed into a large one), so nothing decides")
