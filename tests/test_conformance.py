@@ -2410,27 +2410,31 @@ def test_gelus_tail_whose_forward_rounds_in_stairs_is_never_a_failure_in_full_mo
     assert res.verdict == "fail" and {m.element for m in res.mismatches} == {(5,)}, res.report()
 
 
-def test_a_function_that_rounds_like_its_terms_is_decided_alike_in_every_mode():
-    """mean(x²) - mean(x)² at 100 ± 0.01 computes an output of 1e-4 from squares of 1e4: each evaluation is off by
-    about 1e-12, far more than eps times the output. Full mode's one-sided slopes count that measured rounding
-    (evaluate.measure_noise); directional mode's counted only eps times phi's terms, so at steps of 1.5e-8 their
-    rounding (about 1e-3 of the slope) read as a kink, and directional mode was inconclusive on every backward 50%
-    off (12 of 12 point/seed pairs) where full mode fails it. Its slopes now count the measured rounding too:
-    a backward off by 50% or by 0.1% at one element fails in both modes (the slopes resolve about 1e-3 of it), and
-    the right backward never fails."""
+def test_a_wrong_backward_of_a_function_that_rounds_like_its_terms_is_never_passed_in_directional_mode():
+    """mean(x²) - mean(x)² at 1000 ± 1e-5 computes an output of 1e-10 from squares of 1e6. A backward 1% off at one
+    element moves directional mode's projection by less than its evidence's bound (about 0.2% of it, the function's
+    measured rounding over Ridders' step): it cannot decide, and must not pass. Full mode, judging each entry, fails
+    it. A sketch of the eighteenth session counted that measured rounding in the one-sided slopes too, which then
+    no longer read it as a kink, and directional mode PASSED the 1% bug at 2 of these 5 seeds (a reviewer's grid found
+    48 such passes); it was reverted. At 100 ± 0.01 a bug of 50% fails full mode; directional mode never passes it."""
     def variance(a):
         return (a * a).mean() - a.mean() ** 2
 
+    x = torch.tensor([1000.0000015112536, 999.9999893028247, 999.999990912327, 1000.0000109270942,
+                      1000.0000001987386, 999.9999995092458], dtype=F64)
+    for seed in range(5):
+        wrong = ga.check(_element_off(variance, 1e-2, 0), (x.clone().requires_grad_(),), mode="directional", seed=seed)
+        assert wrong.verdict != "pass", (seed, wrong.report())
+        assert ga.check(variance, (x.clone().requires_grad_(),), mode="directional", seed=seed).verdict != "fail"
+    assert ga.check(_element_off(variance, 1e-2, 0), (x.clone().requires_grad_(),), mode="full").verdict == "fail"
     for k in range(3):
         x = 100 + 0.01 * torch.randn(6, generator=torch.Generator().manual_seed(100 + k), dtype=F64)
-        for mode in ("full", "directional"):
-            for seed in range(2):
-                right = ga.check(variance, (x.clone().requires_grad_(),), mode=mode, seed=seed)
-                assert right.verdict != "fail", (k, mode, seed, right.report())
-                for off in (0.5, 1e-3):
-                    wrong = ga.check(_element_off(variance, off, 0), (x.clone().requires_grad_(),), mode=mode,
-                                     seed=seed)
-                    assert wrong.verdict == "fail", (k, mode, seed, off, wrong.report())
+        for seed in range(2):
+            wrong = ga.check(_element_off(variance, 0.5, 0), (x.clone().requires_grad_(),), mode="directional",
+                             seed=seed)
+            assert wrong.verdict != "pass", (k, seed, wrong.report())
+            assert ga.check(_element_off(variance, 0.5, 0), (x.clone().requires_grad_(),), mode="full",
+                            seed=seed).verdict == "fail"
 
 
 def test_a_small_term_absorbed_into_a_large_one_never_passes_a_wrong_backward():
@@ -2454,38 +2458,3 @@ def test_a_small_term_absorbed_into_a_large_one_never_passes_a_wrong_backward():
                 assert right.verdict != "fail", (k, mode, seed, right.report())
     res = ga.check(_element_off(absorbed, 0.5, 0), (x.clone().requires_grad_(),), mode="full", seed=0)
     assert "a staircase" in res.report() and "not decided" in res.report(), res.report()
-
-
-def test_slopes_that_differ_by_rounding_alone_are_measured_again_before_they_are_called_a_kink():
-    """log(1 + x) - x at 5e-5 ... 1.5e-4 computes 1 + x, which rounds on a grid that moves of a few ulps do not show,
-    so its measured rounding is 0; directional mode's one-sided slopes at 1.5e-8 differed by 0.3% and the right
-    backward was inconclusive (a kink) at 4 of 12 point/seed pairs, where full mode passes it. A kink's slopes
-    differ by as much at every step, rounding's by 1/t: measured again from a larger step, these agree, and the
-    right backward passes at every pair; a backward 0.1% off at one element still fails, and a true kink (|x| at
-    0 beside smooth elements, its backward choosing 0.5) is still one."""
-    def fn(a):
-        return torch.log(1 + a) - a
-
-    for k in range(4):
-        x = 5e-5 + 1e-4 * torch.rand(5, generator=torch.Generator().manual_seed(300 + k), dtype=F64)
-        for seed in range(3):
-            res = ga.check(fn, (x.clone().requires_grad_(),), mode="directional", seed=seed)
-            assert res.verdict == "pass", (k, seed, res.report())
-        wrong = ga.check(_element_off(fn, 1e-3, 0), (x.clone().requires_grad_(),), mode="directional")
-        assert wrong.verdict == "fail", (k, wrong.report())
-
-    class HalfAtZero(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, a):
-            ctx.save_for_backward(a)
-            return a.abs()
-
-        @staticmethod
-        def backward(ctx, g):
-            (a,) = ctx.saved_tensors
-            return g * torch.where(a == 0, 0.5, a.sign())
-
-    x = torch.tensor([0.0, 0.4, -0.7], dtype=F64)
-    for seed in range(3):
-        res = ga.check(HalfAtZero.apply, (x.clone().requires_grad_(),), mode="directional", seed=seed)
-        assert res.verdict != "pass" and "kink" in res.report(), (seed, res.report())

@@ -35,7 +35,6 @@ from .findings import Findings, unravel
 from .numeric import ridders_tableau, truncation
 from .record import Comparison, Location
 from .tolerances import (
-    KINK_REL,
     RESOLVE,
     ROUNDING_ULPS,
     SAFETY,
@@ -344,8 +343,6 @@ def _one_sided(phi_many: Batched, t: float, perturbation: float, resolve: float,
 
     used = 0
     given = perturbation
-    measure = getattr(phi_many, "noise", None)
-    measured = 0.0 if measure is None else measure()
     while True:
         t, exact = _snap(phi_many, t, 1)
         perturbation = 0.0 if exact else given
@@ -354,7 +351,7 @@ def _one_sided(phi_many: Batched, t: float, perturbation: float, resolve: float,
         slope_left = 2 * ((zero - half_left) / (t / 2)) - (zero - left) / t
         slope_right = 2 * ((half_right - zero) / (t / 2)) - (right - zero) / t
         trunc = abs((right - left) / (2 * t) - (half_right - half_left) / t)  # as evaluate.slopes: f''' t^2 / 8
-        noise = 10 * (EPS64 * _unit(phi_many) * size + perturbation + measured) / t
+        noise = 10 * (EPS64 * _unit(phi_many) * size + perturbation) / t
         if used > 5 or t >= cap or not noise > resolve:
             break
         t = min(t * noise / resolve, cap)  # the bound scales as 1 / t
@@ -537,21 +534,6 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
         value = torch.tensor(result["numeric"], dtype=torch.float64)
         rough = (J.rough(*pair[:3], value) if coarse else
                  (pair[0] == 0) & (pair[1] == 0) & (value.abs() > pair[2]))  # (J.rough's flat alone)
-        sl, sr = float(pair[0]), float(pair[1])
-        if bool(rough) and coarse and not sl == 0.0 == sr and math.isfinite(sl - sr):
-            # slopes that differ like a kink: a kink's differ by as much at every step, rounding's by 1/t. Measured
-            # again from the step at which a difference of this size from rounding would be a tenth of KINK_REL of
-            # the slope (at most SLOPE_CAP), a kink is still one: log(1 + x) - x at 1e-4, whose 1 + x rounds on a
-            # grid that moves of a few ulps do not show (evaluate.measure_noise), differed by 0.3% at 1.5e-8 and
-            # its right backward was inconclusive at 4 of 12 point/seed pairs where full mode passes it
-            small = EPS64 ** 0.5 * scale
-            wider = min(small * 10 * abs(sl - sr) / (KINK_REL * max(abs(sl), abs(sr))), SLOPE_CAP * scale)
-            if wider > 2 * small:
-                wider_pair, used = _one_sided(phi_many, wider, perturbation, math.inf, SLOPE_CAP * scale)
-                result["evaluations"] += used
-                if not bool(J.rough(*wider_pair[:3], value)):
-                    pair, rough = wider_pair, wider_pair[0] != wider_pair[0]  # (a False tensor)
-                    result["slopes"] = (float(pair[0]), float(pair[1]))
         if bool(rough):
             judged = judged.undecided(rough, J.DISCONTINUITY)
     if (_unit(phi_many) > 1 or clash) and _unresolved(judged, result["error_bound"], result["numeric"], tol, precision):
