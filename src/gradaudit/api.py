@@ -9,13 +9,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 import traceback
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import evaluate as E
@@ -759,9 +758,8 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
             if j in disagreed and f.verdict == "pass":
                 f.extra += disagreed[j].extra  # the projection along those columns disagrees though no entry does
             elif j in undecided and f.verdict == "pass":  # the projection along open columns could not decide them
-                f.extra += [dataclasses.replace(c, reason=f"{c.reason.split('; vᵀJu along')[0]} (the projection along "
-                                                "the columns whose entries central differences left open: they are "
-                                                "not decided)") for c in undecided[j].extra]
+                f.extra += [replace(c, reason=f"{c.reason} (along the columns whose entries central differences left "
+                                    "open: they are not decided)") for c in undecided[j].extra]
             if j not in confirmed:
                 continue
             if not any(part.kind == "none-gradient" for part in f.parts):  # else its entries already say so
