@@ -550,6 +550,48 @@ def test_nondeterministic_backward_is_reported_and_can_be_allowed_with_why():
     assert not any(m.kind == "nondeterministic" for m in res.mismatches)
 
 
+    (m,) = [m for m in ga.check(f.apply, (leaf(4),), mode="full").mismatches if m.kind == "nondeterministic"]
+    assert "the same grad_output v" in m.reason, m.reason
+
+
+@pytest.mark.parametrize("mode", ["full", "directional", "auto"])
+def test_a_right_backward_whose_rounding_depends_on_the_sign_of_grad_output_passes(mode):
+    """y = c x (complex c): by Wirtinger calculus, as gradcheck, the backward is conj(c) g. This one computes it
+    as conj(exp(log(conj g) + log c)), right to an ulp or two, but log(-g) = log(g) + i pi rounds its angle
+    otherwise, so backward(-v) is -backward(v) only to rounding. Its grad_outputs v and -v were compared
+    exactly, and it failed as 'nondeterministic' in every mode (as did torch's own logcumsumexp on complex
+    inputs, whose backward takes the log of its grad_output; gradcheck passes both)."""
+    c = torch.tensor(0.3 + 0.7j, dtype=torch.complex128)
+
+    class LogExp(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return c * x
+
+        @staticmethod
+        def backward(ctx, g):
+            return (g.conj().log() + c.log()).exp().conj()
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(6, dtype=torch.complex128, generator=g).requires_grad_()
+    assert torch.autograd.gradcheck(LogExp.apply, (x,))
+    res = ga.check(LogExp.apply, (x,), mode=mode)
+    assert res.verdict == "pass", res.report()
+    z = torch.randn(5, 5, dtype=torch.complex128, generator=g).requires_grad_()
+    res = ga.check(lambda t: torch.logcumsumexp(t, 0), (z,), mode=mode)
+    assert res.verdict == "pass", res.report()
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_a_backward_not_linear_in_its_grad_output_is_named_so_not_nondeterministic(mode):
+    """d(x^2)/dx = 2x; this backward adds 1e-3 g^2, the same for g and -g: backward(-v) is not -backward(v) (by
+    2e-3 v^2, far beyond rounding), while a second pass with v gives exactly the first."""
+    f = fn_class(lambda x: x * x, lambda g, x: 2 * x * g + 1e-3 * g * g)
+    res = ga.check(f.apply, (leaf(4),), mode=mode)
+    kinds = {m.kind for m in res.mismatches}
+    assert res.verdict == "fail" and "grad-output-linearity" in kinds and "nondeterministic" not in kinds, res.report()
+
+
 @pytest.mark.parametrize("n", [1, 5])
 @pytest.mark.parametrize("mode", ["full", "directional", "auto"])
 def test_a_backward_that_cannot_run_twice_through_its_graph_is_an_error_in_every_mode(mode, n):

@@ -895,10 +895,22 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
     # the second with the weights negated: a backward is linear in its grad_output, and IEEE rounding is
     # symmetric in sign, so it must give exactly -first; one that uses |grad_output| (or ignores its sign)
     # is caught whatever the sign of v (with v alone, on half of the seeds for a scalar output)
-    second = (tuple(None if g is None else -g for g in grad(o_list, wrt, [-c for c in c_list], allow_unused=True))
+    second = (tuple(None if g is None else -g for g in grad(o_list, wrt, [-c for c in c_list], allow_unused=True,
+                                                           retain_graph=nondet_tol is None))
               if again else first)
     ntol = resolve("nondeterminism", "float64", nondet_tol)
     found: dict[int, list[Comparison]] = {}
+    repeated: list[tuple[torch.Tensor | None, ...] | None] = []
+
+    def with_v_again() -> tuple[torch.Tensor | None, ...] | None:
+        """A third backward through the same graph, with v again (once, only where v and -v disagree): whether the
+        backward is deterministic. None where it cannot run a third time."""
+        if not repeated:
+            try:
+                repeated.append(grad(o_list, wrt, c_list, allow_unused=True))
+            except EvaluationError:
+                repeated.append(None)
+        return repeated[0]
     for pos, j in enumerate(problem.diff):
         g, x, name = first[pos], xs[j], problem.names[j]
         if g is None:
@@ -928,13 +940,38 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
                                   "a square, a clamp, a saved tensor returned as it is?), but a backward is linear "
                                   "in it"))
             continue
+        pair = "grad_outputs v and -v"
+        if nondet_tol is None:
+            # v and -v may round differently in a right backward (complex logcumsumexp's takes the log of its
+            # grad_output: log(-g) = log(g) + i pi, to an ulp): a third pass with v again tells nondeterminism (it
+            # differs from the first) from that rounding, or from a backward not linear in its grad_output
+            third = with_v_again()
+            g3 = None if third is None else third[pos]
+            if g3 is not None and g3.shape == g.shape and _same(g3, g):
+                both = torch.isnan(g) & torch.isnan(g2)
+                diff = (g2 - g).abs().masked_fill(both, 0.0).nan_to_num(nan=math.inf)
+                size = g.abs().masked_fill(both, 0.0).nan_to_num(nan=0.0, posinf=0.0).max() if g.numel() else None
+                eps = torch.finfo(g.dtype).eps
+                rounding = STRUCTURE_ULPS * eps * max(0.0 if size is None else float(size), torch.finfo(g.dtype).tiny)
+                if not g.numel() or float(diff.max()) <= rounding:
+                    continue  # rounding that depends on the sign of grad_output
+                at = unravel(int(diff.reshape(-1).argmax()), tuple(g.shape)) if g.dim() else None
+                out.append(Comparison(Location(name, at), None, None, None, "fail", "grad-output-linearity",
+                                      f"the backward gives '{name}' gradients for grad_outputs v and -v that are not "
+                                      f"each other's negatives: they differ by up to {float(diff.max()):.3g}, at "
+                                      f"{at if at is not None else 'the value'}, more than rounding ({rounding:.3g}: "
+                                      f"{STRUCTURE_ULPS:g} ulps of its largest gradient), while a pass with v again "
+                                      "gives exactly the first: a backward must be linear in its grad_output"))
+                continue
+            if g3 is not None and g3.shape == g.shape:
+                g2, pair = g3, "the same grad_output v"
         both = torch.isnan(g) & torch.isnan(g2)  # NaN twice at the same place is not nondeterminism
         judged = J.judge(g2.masked_fill(both, 0.0), g.masked_fill(both, 0.0), ntol, numeric=None)
         if bool((judged.verdict != J.PASS).any()):
             worst = float(judged.diff.max())
             at = unravel(int(judged.diff.reshape(-1).argmax()), tuple(g.shape)) if g.dim() else None
             out.append(Comparison(Location(name, at), None, None, None, "fail", "nondeterministic",
-                                  f"two backward passes on the same inputs, with grad_outputs v and -v, differ by "
+                                  f"two backward passes on the same inputs, with {pair}, differ by "
                                   f"up to {worst:.3g}, at {at if at is not None else 'the value'} (a backward must be "
                                   "linear in its grad_output and the same every time)"
                                   + (f" (allowed atol {ntol.atol:g}, rtol {ntol.rtol:g}: {ntol.why})"
