@@ -2,12 +2,13 @@
 
 Cases: every op in ``torch.testing._internal.common_methods_invocations.op_db`` with ``supports_autograd``,
 float64, CPU, the first ``--samples K`` sample inputs of ``op.sample_inputs("cpu", torch.float64,
-requires_grad=True)`` (global seed 1234 before each op, as PyTorch's test cases seed). Each case is built
-the way PyTorch's ``TestBwdGradients.test_fn_grad`` builds it (``TestGradients._check_helper``): the
-function variant ``op.get_op()`` called through ``op.gradcheck_wrapper``, ``sample.output_process_fn_grad``
-applied to the output, the tensors that require grad (from ``sample.input``, a top-level tensor list in
-it, ``sample.args`` and ``sample.kwargs``) as the checked inputs, passed positionally; everything else stays
-fixed in the closure.
+requires_grad=True)`` (``--dtype complex128``: the same for the ops whose forward supports complex128 on CPU,
+their samples in complex128, which both tools check with Wirtinger calculus) (global seed 1234 before each
+op, as PyTorch's test cases seed). Each case is built the way PyTorch's ``TestBwdGradients.test_fn_grad``
+builds it (``TestGradients._check_helper``): the function variant ``op.get_op()`` called through
+``op.gradcheck_wrapper``, ``sample.output_process_fn_grad`` applied to the output, the tensors that require
+grad (from ``sample.input``, a top-level tensor list in it, ``sample.args`` and ``sample.kwargs``) as the
+checked inputs, passed positionally; everything else stays fixed in the closure.
 
 Four tools per case, each on a fresh ``detach().clone().requires_grad_()`` of the inputs:
 ``gradcheck`` slow mode (defaults) and fast mode (``fast_mode=True``): "pass" when it returns True, "fail"
@@ -31,7 +32,7 @@ with one thread each (``torch.set_num_threads(1)``) and an address-space cap (``
 the RAM shared out), so a huge dense Jacobian fails as a MemoryError-style "error" instead of taking the machine down.
 
 Each case also records N (checked input elements), M (elements of the floating/complex outputs), and
-whether OpInfo itself skips or expects failure for ``TestBwdGradients.test_fn_grad`` on CPU float64 (its
+whether OpInfo itself skips or expects failure for ``TestBwdGradients.test_fn_grad`` on CPU in that dtype (its
 ``DecorateInfo`` entries, plain decorators, ``supported_backward_dtypes``); such cases are run too, but
 left out of the cross-tables and listed on their own. Decorators OpInfo puts on the other gradient tests
 (gradgrad, forward AD, method/in-place variants) are kept as notes, as are ``gradcheck_fast_mode``,
@@ -46,6 +47,7 @@ at --repeat 1, and about twice that at the default --repeat 5,
 most of it gradcheck's slow mode on a few large cases):
     python bench/opinfo.py --workers 2 --out opinfo.jsonl
     python bench/opinfo.py --ops sin,matmul,nn.functional.conv2d --samples 1 --out few.jsonl
+    python bench/opinfo.py --dtype complex128 --repeat 1 --out complex.jsonl  (verdicts on complex samples)
     python bench/opinfo.py --limit 50 --resume --out opinfo.jsonl     (skips cases already written)
     python bench/opinfo.py --summary opinfo.jsonl                     (re-renders, runs nothing)
 """
@@ -90,7 +92,7 @@ STARTUP_TIMEOUT_S = 600.0  # a fresh worker imports torch and op_db (seconds) be
 
 
 # --------------------------------------------------------------------------------------------------------
-# OpInfo's own expectations for the gradient test on CPU float64 (parent process; no op is run)
+# OpInfo's own expectations for the gradient test on CPU in the sweep's dtype (parent process; no op is run)
 
 class _ProbeTest:
     """Stands in for a device-generic test instance when a decorator is probed."""
@@ -141,17 +143,17 @@ def _active(info: Any, cls_name: str | None, test_name: str | None, dtype: Any) 
         return False
 
 
-def opinfo_expectations(op: Any) -> dict[str, Any]:
-    """What OpInfo says about TestBwdGradients.test_fn_grad for *op* on CPU float64, plus related notes."""
+def opinfo_expectations(op: Any, dtype_name: str = "float64") -> dict[str, Any]:
+    """What OpInfo says about TestBwdGradients.test_fn_grad for *op* on CPU *dtype_name*, plus related notes."""
     import torch
     from torch.testing._internal.opinfo.core import DecorateInfo
 
-    dtype = torch.float64
+    dtype = getattr(torch, dtype_name)
     status: str | None = None
     reason = ""
     notes: list[str] = []
     if dtype not in op.supported_backward_dtypes("cpu"):
-        status, reason = "skip", "float64 not in supported_backward_dtypes('cpu'): test_fn_grad skips it"
+        status, reason = "skip", f"{dtype_name} not in supported_backward_dtypes('cpu'): test_fn_grad skips it"
     seen: set[int] = set()
     for info in itertools.chain(op.decorators, getattr(op, "skips", ())):
         if id(info) in seen:
@@ -255,9 +257,10 @@ def _output_tensors(out: Any) -> list[Any]:
 class CaseBuilder:
     """Samples of one op (cached), and the gradcheck-style function of one sample."""
 
-    def __init__(self, op_db: list[Any], samples: int) -> None:
+    def __init__(self, op_db: list[Any], samples: int, dtype_name: str = "float64") -> None:
         self.op_db = op_db
         self.samples = samples
+        self.dtype_name = dtype_name
         self.key: int | None = None
         self.cached: list[Any] = []
         self.error: str | None = None
@@ -270,7 +273,8 @@ class CaseBuilder:
             self.key, self.cached, self.error = op_index, [], None
             torch.manual_seed(SEED)
             try:
-                generator = self.op_db[op_index].sample_inputs("cpu", torch.float64, requires_grad=True)
+                generator = self.op_db[op_index].sample_inputs("cpu", getattr(torch, self.dtype_name),
+                                                               requires_grad=True)
                 for sample in generator:
                     self.cached.append(sample)
                     if len(self.cached) >= self.samples:
@@ -426,7 +430,7 @@ def run_tool(builder: CaseBuilder, op_index: int, index: int, tool: str) -> dict
     return result
 
 
-def worker_main(conn: Any, samples: int, mem_limit_gb: float) -> None:
+def worker_main(conn: Any, samples: int, mem_limit_gb: float, dtype_name: str = "float64") -> None:
     """Worker loop: ("build", op, sample) or ("tool", op, sample, tool) in, a dict out; None ends it."""
     _limit_memory(mem_limit_gb)
     import warnings
@@ -437,7 +441,7 @@ def worker_main(conn: Any, samples: int, mem_limit_gb: float) -> None:
     torch.set_num_threads(1)
     from torch.testing._internal.common_methods_invocations import op_db
 
-    builder = CaseBuilder(op_db, samples)
+    builder = CaseBuilder(op_db, samples, dtype_name)
     conn.send({"ready": os.getpid(), "gradaudit_src": gradaudit_source_hash()})
     while True:
         try:
@@ -461,10 +465,11 @@ def worker_main(conn: Any, samples: int, mem_limit_gb: float) -> None:
 class Worker:
     """One worker process, restarted after a timeout or a crash."""
 
-    def __init__(self, context: Any, samples: int, mem_limit_gb: float) -> None:
+    def __init__(self, context: Any, samples: int, mem_limit_gb: float, dtype_name: str = "float64") -> None:
         self.context = context
         self.samples = samples
         self.mem_limit_gb = mem_limit_gb
+        self.dtype_name = dtype_name
         self.process: Any = None
         self.conn: Any = None
         self.src = ""
@@ -472,7 +477,8 @@ class Worker:
 
     def start(self) -> None:
         parent, child = self.context.Pipe()
-        self.process = self.context.Process(target=worker_main, args=(child, self.samples, self.mem_limit_gb),
+        self.process = self.context.Process(target=worker_main, args=(child, self.samples, self.mem_limit_gb,
+                                                                          self.dtype_name),
                                             daemon=True)
         self.process.start()
         child.close()
@@ -573,7 +579,7 @@ def case_key(row: dict[str, Any]) -> tuple[str, str, int]:
 def sweep_op(worker: Worker, op_index: int, op: Any, args: argparse.Namespace, done: set[tuple[str, str, int]],
              sink: Sink, progress: Callable[[dict[str, Any]], None]) -> None:
     """All samples of one op, each built then checked by the four tools in turn."""
-    expectations = opinfo_expectations(op)
+    expectations = opinfo_expectations(op, args.dtype)
     for index in range(args.samples):
         if (op.name, op.variant_test_name, index) in done:
             continue
@@ -640,8 +646,15 @@ def run_tools(worker: Worker, op_index: int, index: int, args: argparse.Namespac
     return results
 
 
-def select_ops(op_db: list[Any], names: str | None, limit: int | None) -> list[tuple[int, Any]]:
-    chosen = [(i, op) for i, op in enumerate(op_db) if op.supports_autograd]
+def select_ops(op_db: list[Any], names: str | None, limit: int | None, dtype_name: str = "float64"
+               ) -> list[tuple[int, Any]]:
+    """The ops with autograd (for a complex dtype: those whose forward supports it on CPU), *names* and *limit*
+    applied."""
+    import torch
+
+    dtype = getattr(torch, dtype_name)
+    chosen = [(i, op) for i, op in enumerate(op_db) if op.supports_autograd
+              and (not dtype.is_complex or dtype in op.supported_dtypes("cpu"))]
     if names:
         wanted = {n.strip() for n in names.split(",") if n.strip()}
         chosen = [(i, op) for i, op in chosen if op.name in wanted]
@@ -661,14 +674,14 @@ def run_sweep(args: argparse.Namespace, out: Path) -> None:
 
     import gradaudit
 
-    ops = select_ops(op_db, args.ops, args.limit)
+    ops = select_ops(op_db, args.ops, args.limit, args.dtype)
     done = {case_key(r) for r in read_jsonl(out) if r.get("kind") == "case"} if args.resume else set()
     sink = Sink(out)
     sink.write({"kind": "run", "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
                 "command": shlex.join([Path(sys.executable).name, *sys.argv]), "torch": torch.__version__,
                 "gradaudit": gradaudit.__version__, "gradaudit_src": gradaudit_source_hash(),
                 "git_commit": _git_commit(), "python": platform.python_version(), "platform": platform.platform(),
-                "ops": len(ops), "samples": args.samples, "workers": args.workers,
+                "ops": len(ops), "samples": args.samples, "dtype": args.dtype, "workers": args.workers,
                 "case_timeout_s": args.case_timeout, "mem_limit_gb": args.mem_limit_gb, "resume": args.resume,
                 "repeat": args.repeat, "repeat_under_s": args.repeat_under, "repeat_max": args.repeat_max,
                 "round_budget_s": args.round_budget,
@@ -694,7 +707,7 @@ def run_sweep(args: argparse.Namespace, out: Path) -> None:
         print(f"[{number} {elapsed:7.0f}s] {label}#{record['sample']} {text}", file=sys.stderr, flush=True)
 
     context = multiprocessing.get_context("spawn")
-    workers = [Worker(context, args.samples, args.mem_limit_gb) for _ in range(args.workers)]
+    workers = [Worker(context, args.samples, args.mem_limit_gb, args.dtype) for _ in range(args.workers)]
     failures: list[BaseException] = []
 
     def drain(worker: Worker) -> None:
@@ -944,6 +957,7 @@ def summarize(path: Path) -> str:
     first_calls = [r for r in entries if r.get("kind") == "first_call"]
     harness = [r for r in entries if r.get("kind") == "harness_error"]
     rows = list(cases.values())
+    dtype_name = runs[-1].get("dtype", "float64") if runs else "float64"
     built = [r for r in rows if r.get("build", {}).get("status") == "ok"]
     broken = [r for r in rows if r.get("build", {}).get("status") != "ok"]
     expected = [r for r in built if r.get("opinfo", {}).get("status")]
@@ -952,11 +966,11 @@ def summarize(path: Path) -> str:
     out = [f"# gradaudit vs torch.autograd.gradcheck on OpInfo ({path.name})", ""]
     out.append(f"{len(rows)} cases from {len({(r['op'], r.get('variant', '')) for r in rows})} OpInfo entries: "
                f"{len(included)} compared, {len(expected)} that OpInfo skips or xfails for test_fn_grad on CPU "
-               f"float64 (listed apart), {len(broken)} whose sample could not be built.")
+               f"{dtype_name} (listed apart), {len(broken)} whose sample could not be built.")
     out += ["", "## 1. Verdicts", ""]
     for gc, ga in PAIRS:
         out += [f"{gc} × {ga} ({len(included)} cases):", ""] + _cross_table(included, gc, ga) + [""]
-    out += [f"**OpInfo skips / expected failures** for TestBwdGradients.test_fn_grad, CPU float64 "
+    out += [f"**OpInfo skips / expected failures** for TestBwdGradients.test_fn_grad, CPU {dtype_name} "
             f"({len(expected)} cases; run anyway, not counted above):", ""]
     if expected:
         out += ["| op | sample | OpInfo | reason | gc slow | gc fast | ga auto | ga directional |",
@@ -1000,7 +1014,8 @@ def summarize(path: Path) -> str:
     for run in runs:
         out.append(f"- {run.get('date')}: torch {run.get('torch')}, gradaudit {run.get('gradaudit')} "
                    f"(source {run.get('gradaudit_src')}, commit {run.get('git_commit')}), Python "
-                   f"{run.get('python')}, {run.get('platform')}; {run.get('ops')} ops, samples {run.get('samples')}, "
+                   f"{run.get('python')}, {run.get('platform')}; {run.get('ops')} ops, samples {run.get('samples')} "
+                   f"({run.get('dtype', 'float64')}), "
                    f"workers {run.get('workers')}, case timeout {run.get('case_timeout_s')} s; "
                    f"command: `{run.get('command')}`")
     sources = Counter(r.get("gradaudit_src") for r in built)
@@ -1027,6 +1042,9 @@ def main(argv: Iterable[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--samples", type=int, default=2, metavar="K", help="sample inputs per op (default 2)")
+    parser.add_argument("--dtype", choices=("float64", "complex128"), default="float64",
+                        help="the samples' dtype (default float64; complex128: the ops whose forward supports it, "
+                             "checked with Wirtinger calculus by both tools)")
     parser.add_argument("--workers", type=int, default=1, metavar="W", help="worker processes (default 1)")
     parser.add_argument("--repeat", type=int, default=5, metavar="K",
                         help="calls per tool and case, interleaved across the tools; the time is their median "

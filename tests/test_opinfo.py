@@ -1,6 +1,6 @@
 """A fast subset of PyTorch's own operator database (OpInfo ``op_db``): 44 ops that cover each cause
 of a past false alarm, refusal, miss or slow case, built the way PyTorch's own gradient tests build them
-(``bench/opinfo.py``'s CaseBuilder), first sample of each, float64, CPU.
+(``bench/opinfo.py``'s CaseBuilder), first sample of each, float64, CPU; and 13 ops on complex128 samples.
 
 The expected verdicts come from PyTorch, not from gradaudit: OpInfo runs gradcheck on these ops in its
 own test suite and their backward formulas are correct there — so gradaudit must pass them in every
@@ -133,3 +133,34 @@ def test_quick_cases_get_more_rounds_in_the_sweep(seconds, rounds):
     results = bench.run_tools(worker, 0, 0, args)
     assert worker.calls == 4 * rounds
     assert all(len(r["times"]) == (rounds if seconds is not None else 0) for r in results.values())
+
+
+#: complex128 samples (``python bench/opinfo.py --dtype complex128``): gradcheck checks them with Wirtinger
+#: calculus, and so must gradaudit; OpInfo runs its gradient test on each in complex128, so every one passes
+COMPLEX_SUBSET = {
+    ("logcumsumexp", ""): "a backward that takes the log of its grad_output: v and -v round differently",
+    ("sin", ""): "baseline",
+    ("abs", ""): "complex to real",
+    ("angle", ""): "complex to real, a branch cut",
+    ("sgn", ""): "z / |z|",
+    ("cumprod", ""): "a dense triangular Jacobian",
+    ("log", ""): "a singularity at 0",
+    ("reciprocal", ""): "a pole at 0",
+    ("matmul", ""): "an affine function",
+    ("fft.fft", ""): "complex in and out",
+    ("linalg.inv", ""): "LAPACK",
+    ("linalg.eig", ""): "eigenvectors: a gauge-invariant output_process_fn_grad",
+    ("view_as_real", ""): "complex to its real view",
+}
+COMPLEX_BUILDER = bench.CaseBuilder(common.op_db, 1, "complex128")
+
+
+@pytest.mark.parametrize("mode", ["auto", "directional"])
+@pytest.mark.parametrize("key", sorted(COMPLEX_SUBSET), ids=lambda k: k[0] + (f".{k[1]}" if k[1] else ""))
+def test_opinfo_op_on_complex_samples(key, mode):
+    case = COMPLEX_BUILDER.case(INDEX[key], 0)
+    assert case is not None
+    fn, checked, _ = case
+    assert any(t.is_complex() for t in checked)
+    res = ga.check(fn, tuple(t.detach().clone().requires_grad_() for t in checked), mode=mode)
+    assert res.verdict == "pass", f"{COMPLEX_SUBSET[key]}\n{res}"
