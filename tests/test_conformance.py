@@ -197,6 +197,40 @@ def test_tan_near_its_pole_passes_and_a_1e_8_bug_there_fails(mode):
     assert ga.check(wrong, (NEAR_POLES.clone().requires_grad_(),), mode=mode).verdict == "fail"
 
 
+FAR_OUT = torch.tensor([-4988429.2, 13437.7, 0.3, 2e6, -7e5], dtype=F64)  # from OpInfo's reference_inputs of tan
+
+
+@pytest.mark.parametrize("rel", [0.0, 1e-8, 1e-6])
+def test_tan_far_from_zero_passes_and_a_bug_there_fails_located_in_full_mode(rel):
+    """d/dx tan x = 1 + tan^2 x = 3.89586 at -4988429.2. Steps scale with max(1, |x|): Ridders from 5e4 aliases
+    tan's period into 0 +- 7e-5, and the one-sided slopes at t = 0.074 (3.852 and 3.867) differ by their t^3
+    terms, within their truncation estimate (0.05). The slopes were read as a kink (never retried): the right
+    backward was inconclusive in full mode (directional mode passed it; gradcheck, with absolute steps of 1e-6,
+    passes), and so were bugs of 1e-8 and 1e-6 at that element. Slopes that differ by less than twice their
+    truncation are no kink; the large-step evidence far from them is a jump inside its steps, retried from
+    smaller first steps until 1e-8 max(1, |x|) (3.89586 +- 2e-12)."""
+
+    class Tan(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return torch.tan(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            d = 1 + torch.tan(x) ** 2
+            d[0] = d[0] * (1 + rel)
+            return g * d
+
+    res = ga.check(Tan.apply, (FAR_OUT.clone().requires_grad_(),), mode="full")
+    if rel == 0.0:
+        assert res.verdict == "pass", res.report()
+    else:
+        assert res.verdict == "fail", res.report()
+        assert {m.element for m in res.mismatches} == {(0,)}, res.report()
+
+
 def test_a_projection_curved_near_a_pole_is_settled_at_smaller_quick_steps_and_a_1e_8_bug_still_fails():
     """1 / x with one element at 0.05: along the random direction the quick stage's truncation is outside the
     allowance; the stage at halved steps accepts (no Ridders tableau), and the same backward off by 1e-8 either

@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from . import evaluate as E
 from . import judge as J
-from .evaluate import SMALL_BATCH, Info, Problem, batched_outputs
+from .evaluate import FINER, SMALL_BATCH, Info, Problem, batched_outputs
 from .findings import Findings, unravel
 from .numeric import ridders_tableau, truncation
 from .record import Comparison, Location
 from .tolerances import (
+    KINK_REL,
     RESOLVE,
     ROUNDING_ULPS,
     SAFETY,
@@ -355,6 +356,21 @@ def _one_sided(phi_many: Batched, t: float, perturbation: float, resolve: float,
         if used > 5 or t >= cap or not noise > resolve:
             break
         t = min(t * noise / resolve, cap)  # the bound scales as 1 / t
+    # slopes that differ like a kink by no more than their truncation explains: measured again from t / FINER, and
+    # kept where they look like a smooth function's (as evaluate.slopes does in full mode)
+    apart, margin = abs(slope_left - slope_right), KINK_REL * max(abs(slope_left), abs(slope_right))
+    if margin + 2 * noise < apart <= margin + 2 * noise + 2 * trunc and 2 * FINER * noise < margin:
+        t2, exact = _snap(phi_many, t / FINER, 1)
+        perturbation = 0.0 if exact else given
+        (right, half_right, zero, half_left, left), size = phi_many([t2, t2 / 2, 0.0, -t2 / 2, -t2])
+        used += 5
+        left2 = 2 * ((zero - half_left) / (t2 / 2)) - (zero - left) / t2
+        right2 = 2 * ((half_right - zero) / (t2 / 2)) - (right - zero) / t2
+        trunc2 = abs((right - left) / (2 * t2) - (half_right - half_left) / t2)
+        noise2 = 10 * (EPS64 * _unit(phi_many) * size + perturbation) / t2
+        moved = abs((left2 + right2) / 2 - (slope_left + slope_right) / 2)
+        if 4 * trunc2 <= trunc and moved <= trunc + 2 * (noise + noise2):
+            slope_left, slope_right, noise, trunc = left2, right2, noise2, trunc2
     as_tensor = [torch.tensor(v, dtype=torch.float64) for v in (slope_left, slope_right, noise, trunc)]
     return (as_tensor[0], as_tensor[1], as_tensor[2], as_tensor[3]), used
 
