@@ -339,7 +339,8 @@ def _one_sided(phi_many: Batched, t: float, perturbation: float, resolve: float,
     exceeds *resolve* (SLOPE_ROUNDING of the discrepancy the slopes are to explain, or of the finest margin the
     judge uses with them, SLOPE_REL of the value, whichever is larger), they are measured once more
     from the step at which it would not, at most *cap* (as evaluate.slopes does in full mode). The fourth value
-    estimates what the extrapolation leaves of the truncation error (as evaluate.slopes gives it)."""
+    estimates what the extrapolation leaves of the truncation error (as evaluate.slopes gives it); slopes that
+    differ like a kink by no more than it explains are measured again from t / FINER, as there."""
     import torch
 
     used = 0

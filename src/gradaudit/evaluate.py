@@ -707,7 +707,8 @@ def slopes(problem: Problem, j: int, cols: torch.Tensor, info: Info, resolve: li
     (the rounding of |f| = 9e4 over t = 1.5e-8) could not be told from a kink. A fourth tensor estimates what the
     extrapolation leaves of the truncation error, f'''(x) t^2 / 12, by the difference of the central differences at
     t and t/2, f'''(x) t^2 / 8 (near a singularity, sqrt 3e-6 from 0, the slopes are 1.5e-6 off the derivative, and
-    a backward off by 1e-4 was called a jump inside Ridders' steps)."""
+    a backward off by 1e-4 was called a jump inside Ridders' steps). Slopes that differ like a kink by no more than
+    that estimate explains are measured again from t / FINER, and kept where they look like a smooth function's."""
     import torch
 
     x = problem.inputs[j].detach()
