@@ -316,6 +316,23 @@ def test_hardsigmoid_float64_backward_rounds_its_one_sixth_through_float32():
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_celu_float64_backward_for_an_alpha_not_held_exactly_in_float32_is_off_and_fails(mode):
+    """celu(x) = alpha (exp(x / alpha) - 1) for x < 0, derivative exp(x / alpha). torch's float64 forward is right
+    to 2e-16, but its CPU backward, with alpha = 0.3 (OpInfo's reference inputs use 0.8), is off by up to 3.6e-7
+    relative (it computes 1 / alpha in float32: 3.3333332538604736): a real error in a float64 gradient that
+    gradcheck's tolerance passes, failed in every mode, at every element."""
+    x = torch.linspace(-3, -0.1, 7, dtype=F64)
+    exact = torch.exp(x / 0.3)
+    res = ga.check(lambda t: torch.nn.functional.celu(t, alpha=0.3), (x.clone().requires_grad_(),), mode=mode)
+    assert res.verdict == "fail" and {m.element for m in res.mismatches} == {(i,) for i in range(7)}, res.report()
+    assert torch.autograd.gradcheck(lambda t: torch.nn.functional.celu(t, alpha=0.3), (x.clone().requires_grad_(),))
+    worst = max(res.mismatches, key=lambda c: c.rel)
+    assert 1e-7 < worst.rel < 1e-6
+    if mode == "full":  # (directional mode reports vᵀJ per unit of x along its projection)
+        assert worst.reference == pytest.approx(float(exact[worst.element]), rel=1e-9)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_non_finite_input_elements_are_held_and_reported_as_not_checked(mode):
     # softmax over rows with masked entries (-inf): no derivative exists at -inf, so those columns are held
     # at their value and not judged; the record names them, with autograd's vᵀJ there
@@ -2510,3 +2527,18 @@ def test_a_small_term_absorbed_into_a_large_one_never_passes_a_wrong_backward():
                 assert right.verdict != "fail", (k, mode, seed, right.report())
     res = ga.check(_element_off(absorbed, 0.5, 0), (x.clone().requires_grad_(),), mode="full", seed=0)
     assert "a staircase" in res.report() and "not decided" in res.report(), res.report()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_gradient_of_efficient_zeros_is_read_like_any_other(mode):
+    """torch.sgn's backward for a real input returns autograd's efficient zeros (a ZeroTensor, no storage):
+    reading it raised "tolist() shouldn't be called on a tensor with unallocated storage", an error where
+    gradcheck passes (OpInfo's reference inputs of sgn). sgn is flat away from 0 (derivative 0: a pass) and
+    jumps at 0 (inconclusive there, as torch.sign)."""
+    x = torch.tensor([[-1.5, 0.3, 2.0]], dtype=F64, requires_grad=True)
+    _, vjp = torch.func.vjp(torch.sgn, x)
+    assert vjp(torch.ones(1, 3, dtype=F64))[0]._is_zerotensor()  # what the backward gives (no storage)
+    assert ga.check(torch.sgn, (x,), mode=mode).verdict == "pass"
+    at_zero = torch.tensor([[-1.5, 0.0, 2.0]], dtype=F64, requires_grad=True)
+    res = ga.check(torch.sgn, (at_zero,), mode=mode)
+    assert res.verdict == "inconclusive" and {m.element for m in res.mismatches} == {(0, 1)}, res.report()

@@ -354,8 +354,20 @@ _ENGINE_KWARGS = {"allow_unused", "retain_graph", "create_graph"}
 
 def plain(grads: Any) -> tuple[Any, ...]:
     """Gradients without a graph: a backward that differentiates inside (a recomputing checkpoint, with
-    create_graph=True) returns gradients that require grad, and reading one as a number warns."""
-    return tuple(g.detach() if g is not None and g.requires_grad else g for g in grads)
+    create_graph=True) returns gradients that require grad, and reading one as a number warns. And with
+    storage: autograd's efficient zeros (a ZeroTensor: torch.sgn's backward for a real input) cannot be read
+    (tolist raised, an error where gradcheck passes), so they become plain zeros."""
+    out = []
+    for g in grads:
+        if g is not None:
+            if g.requires_grad:
+                g = g.detach()
+            if g._is_zerotensor():
+                import torch
+
+                g = torch.zeros(g.shape, dtype=g.dtype, device=g.device)
+        out.append(g)
+    return tuple(out)
 
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, **kwargs: Any) -> tuple[Any, ...]:
