@@ -666,7 +666,16 @@ def select_ops(op_db: list[Any], names: str | None, limit: int | None, dtype_nam
 
 def run_sweep(args: argparse.Namespace, out: Path) -> None:
     if not args.resume and out.exists() and out.stat().st_size:
-        sys.exit(f"{out} exists; pass --resume to continue it or choose another --out")
+        print(f"bench/opinfo.py: {out} exists; pass --resume to continue it or choose another --out",
+              file=sys.stderr)
+        sys.exit(2)
+    if args.resume:
+        before = {r.get("dtype", "float64") for r in read_jsonl(out) if r.get("kind") == "run"}
+        if before - {args.dtype}:
+            print(f"bench/opinfo.py: {out} holds a sweep of {', '.join(sorted(before))} samples; --resume continues "
+                  f"it only with the same --dtype (got {args.dtype}); choose another --out for {args.dtype}",
+                  file=sys.stderr)
+            sys.exit(2)
     import torch
 
     torch.set_num_threads(1)

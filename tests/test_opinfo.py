@@ -164,3 +164,15 @@ def test_opinfo_op_on_complex_samples(key, mode):
     assert any(t.is_complex() for t in checked)
     res = ga.check(fn, tuple(t.detach().clone().requires_grad_() for t in checked), mode=mode)
     assert res.verdict == "pass", f"{COMPLEX_SUBSET[key]}\n{res}"
+
+
+def test_a_sweep_is_resumed_only_in_its_own_dtype(tmp_path, capsys):
+    """A results file of float64 samples is not continued with complex128 ones (the summary reads one dtype):
+    exit 2, with the fix; nothing is written to it."""
+    out = tmp_path / "float64.jsonl"
+    out.write_text('{"kind": "run", "dtype": "float64"}\n')
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--dtype", "complex128", "--resume", "--ops", "sin", "--out", str(out)])
+    assert stop.value.code == 2
+    assert "choose another --out for complex128" in capsys.readouterr().err
+    assert out.read_text() == '{"kind": "run", "dtype": "float64"}\n'
