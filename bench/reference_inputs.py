@@ -69,31 +69,28 @@ def _verdict(tool: str, fn: Any, checked: list[Any], cap: float) -> tuple[str, s
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-class ReferenceBuilder:
+def reference_builder(op_db: list[Any]) -> Any:
     """bench/opinfo.py's CaseBuilder over ``op.reference_inputs`` (all of them, cached per op)."""
+    import opinfo
 
-    def __new__(cls, op_db: list[Any]) -> Any:
-        import opinfo
+    class ReferenceBuilder(opinfo.CaseBuilder):
+        def sample(self, op_index: int, index: int) -> Any:
+            import torch
 
-        class Builder(opinfo.CaseBuilder):
-            def sample(self, op_index: int, index: int) -> Any:
-                import torch
+            if self.key != op_index:
+                self.key, self.cached, self.error = op_index, [], None
+                torch.manual_seed(opinfo.SEED)
+                try:
+                    self.cached = list(self.op_db[op_index].reference_inputs("cpu", torch.float64, requires_grad=True))
+                except Exception as exc:
+                    self.error = f"{type(exc).__name__}: {str(exc)[:200]}"
+            if index < len(self.cached):
+                return self.cached[index]
+            if self.error is not None:
+                raise RuntimeError(f"reference_inputs failed: {self.error}")
+            return None
 
-                if self.key != op_index:
-                    self.key, self.cached, self.error = op_index, [], None
-                    torch.manual_seed(opinfo.SEED)
-                    try:
-                        self.cached = list(self.op_db[op_index].reference_inputs("cpu", torch.float64,
-                                                                                 requires_grad=True))
-                    except Exception as exc:
-                        self.error = f"{type(exc).__name__}: {str(exc)[:200]}"
-                if index < len(self.cached):
-                    return self.cached[index]
-                if self.error is not None:
-                    raise RuntimeError(f"reference_inputs failed: {self.error}")
-                return None
-
-        return Builder(op_db, 1)
+    return ReferenceBuilder(op_db, 1)
 
 
 def run(ops: set[str] | None, max_n: int, cap: float, out: Path | None) -> list[dict[str, Any]]:
@@ -101,7 +98,7 @@ def run(ops: set[str] | None, max_n: int, cap: float, out: Path | None) -> list[
     import torch
     from torch.testing._internal.common_methods_invocations import op_db
 
-    builder = ReferenceBuilder(op_db)
+    builder = reference_builder(op_db)
     rows: list[dict[str, Any]] = []
     handle = out.open("w") if out else None
     previous = signal.signal(signal.SIGALRM, _alarm)
