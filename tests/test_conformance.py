@@ -206,9 +206,10 @@ def test_tan_far_from_zero_passes_and_a_bug_there_fails_located_in_full_mode(rel
     tan's period into 0 +- 7e-5, and the one-sided slopes at t = 0.074 (3.852 and 3.867) differ by their t^3
     terms, within their truncation estimate (0.05). The slopes were read as a kink (never retried): the right
     backward was inconclusive in full mode (directional mode passed it; gradcheck, with absolute steps of 1e-6,
-    passes), and so were bugs of 1e-8 and 1e-6 at that element. Slopes that differ by less than twice their
-    truncation are no kink; the large-step evidence far from them is a jump inside its steps, retried from
-    smaller first steps until 1e-8 max(1, |x|) (3.89586 +- 2e-12)."""
+    passes), and so were bugs of 1e-8 and 1e-6 at that element. Slopes whose difference their truncation
+    estimate explains are measured again from t / 16, where they agree; the large-step evidence far from them
+    is then a jump inside its steps, retried from smaller first steps down to 1e-8 max(1, |x|) (3.89586 +-
+    2e-12)."""
 
     class Tan(torch.autograd.Function):
         @staticmethod
