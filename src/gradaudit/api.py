@@ -948,12 +948,12 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
             third = with_v_again()
             g3 = None if third is None else third[pos]
             if g3 is not None and g3.shape == g.shape and _same(g3, g):
+                # (g is not empty: two empty gradients are equal, and were passed above)
                 both = torch.isnan(g) & torch.isnan(g2)
                 diff = (g2 - g).abs().masked_fill(both, 0.0).nan_to_num(nan=math.inf)
-                size = g.abs().masked_fill(both, 0.0).nan_to_num(nan=0.0, posinf=0.0).max() if g.numel() else None
-                eps = torch.finfo(g.dtype).eps
-                rounding = STRUCTURE_ULPS * eps * max(0.0 if size is None else float(size), torch.finfo(g.dtype).tiny)
-                if not g.numel() or float(diff.max()) <= rounding:
+                size = float(g.abs().masked_fill(both, 0.0).nan_to_num(nan=0.0, posinf=0.0).max())
+                rounding = STRUCTURE_ULPS * torch.finfo(g.dtype).eps * max(size, torch.finfo(g.dtype).tiny)
+                if float(diff.max()) <= rounding:
                     continue  # rounding that depends on the sign of grad_output
                 at = unravel(int(diff.reshape(-1).argmax()), tuple(g.shape)) if g.dim() else None
                 out.append(Comparison(Location(name, at), None, None, None, "fail", "grad-output-linearity",

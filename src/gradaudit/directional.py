@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from . import evaluate as E
 from . import judge as J
-from .evaluate import FINER, SMALL_BATCH, Info, Problem, batched_outputs
+from .evaluate import SMALL_BATCH, Info, Problem, batched_outputs
 from .findings import Findings, unravel
 from .numeric import ridders_tableau, truncation
 from .record import Comparison, Location
@@ -40,6 +40,7 @@ from .tolerances import (
     ROUNDING_ULPS,
     SAFETY,
     SLOPE_CAP,
+    SLOPE_FINER,
     SLOPE_REL,
     SLOPE_ROUNDING,
     UNINFORMATIVE,
@@ -340,35 +341,33 @@ def _one_sided(phi_many: Batched, t: float, perturbation: float, resolve: float,
     judge uses with them, SLOPE_REL of the value, whichever is larger), they are measured once more
     from the step at which it would not, at most *cap* (as evaluate.slopes does in full mode). The fourth value
     estimates what the extrapolation leaves of the truncation error (as evaluate.slopes gives it); slopes that
-    differ like a kink by no more than it explains are measured again from t / FINER, as there."""
+    differ like a kink by no more than it explains are measured again from t / SLOPE_FINER, as there."""
     import torch
 
-    used = 0
     given = perturbation
-    while True:
+
+    def at(t: float) -> tuple[float, float, float, float, float]:
+        """The two extrapolated slopes from exact steps near t, their truncation estimate (as evaluate.slopes:
+        f''' t^2 / 8), their rounding bound, and the step taken."""
         t, exact = _snap(phi_many, t, 1)
-        perturbation = 0.0 if exact else given
         (right, half_right, zero, half_left, left), size = phi_many([t, t / 2, 0.0, -t / 2, -t])
-        used += 5
         slope_left = 2 * ((zero - half_left) / (t / 2)) - (zero - left) / t
         slope_right = 2 * ((half_right - zero) / (t / 2)) - (right - zero) / t
-        trunc = abs((right - left) / (2 * t) - (half_right - half_left) / t)  # as evaluate.slopes: f''' t^2 / 8
-        noise = 10 * (EPS64 * _unit(phi_many) * size + perturbation) / t
-        if used > 5 or t >= cap or not noise > resolve:
-            break
-        t = min(t * noise / resolve, cap)  # the bound scales as 1 / t
-    # slopes that differ like a kink by no more than their truncation explains: measured again from t / FINER, and
-    # kept where they look like a smooth function's (as evaluate.slopes does in full mode)
-    apart, margin = abs(slope_left - slope_right), KINK_REL * max(abs(slope_left), abs(slope_right))
-    if margin + 2 * noise < apart <= margin + 2 * noise + 2 * trunc and 2 * FINER * noise < margin:
-        t2, exact = _snap(phi_many, t / FINER, 1)
-        perturbation = 0.0 if exact else given
-        (right, half_right, zero, half_left, left), size = phi_many([t2, t2 / 2, 0.0, -t2 / 2, -t2])
+        trunc = abs((right - left) / (2 * t) - (half_right - half_left) / t)
+        noise = 10 * (EPS64 * _unit(phi_many) * size + (0.0 if exact else given)) / t
+        return slope_left, slope_right, trunc, noise, t
+
+    slope_left, slope_right, trunc, noise, t = at(t)
+    used = 5
+    if t < cap and noise > resolve:
+        slope_left, slope_right, trunc, noise, t = at(min(t * noise / resolve, cap))  # the bound scales as 1 / t
         used += 5
-        left2 = 2 * ((zero - half_left) / (t2 / 2)) - (zero - left) / t2
-        right2 = 2 * ((half_right - zero) / (t2 / 2)) - (right - zero) / t2
-        trunc2 = abs((right - left) / (2 * t2) - (half_right - half_left) / t2)
-        noise2 = 10 * (EPS64 * _unit(phi_many) * size + perturbation) / t2
+    # slopes that differ like a kink by no more than their truncation explains: measured again from t / SLOPE_FINER,
+    # and kept where they look like a smooth function's (as evaluate.slopes does in full mode)
+    apart, margin = abs(slope_left - slope_right), KINK_REL * max(abs(slope_left), abs(slope_right))
+    if margin + 2 * noise < apart <= margin + 2 * noise + 2 * trunc and 2 * SLOPE_FINER * noise < margin:
+        left2, right2, trunc2, noise2, _ = at(t / SLOPE_FINER)
+        used += 5
         moved = abs((left2 + right2) / 2 - (slope_left + slope_right) / 2)
         if 4 * trunc2 <= trunc and moved <= trunc + 2 * (noise + noise2):
             slope_left, slope_right, noise, trunc = left2, right2, noise2, trunc2

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import EvaluationError
 from .guard import expired, fixed_rng
 from .numeric import RIDDERS_BASE, RIDDERS_COLUMNS, ridders_tensor
-from .tolerances import KINK_REL, ROUNDING_ULPS, SLOPE_CAP, STRUCTURE_ULPS
+from .tolerances import KINK_REL, ROUNDING_ULPS, SLOPE_CAP, SLOPE_FINER, STRUCTURE_ULPS
 
 if TYPE_CHECKING:
     import torch
@@ -720,7 +720,8 @@ def slopes(problem: Problem, j: int, cols: torch.Tensor, info: Info, resolve: li
     extrapolation leaves of the truncation error, f'''(x) t^2 / 12, by the difference of the central differences at
     t and t/2, f'''(x) t^2 / 8 (near a singularity, sqrt 3e-6 from 0, the slopes are 1.5e-6 off the derivative, and
     a backward off by 1e-4 was called a jump inside Ridders' steps). Slopes that differ like a kink by no more than
-    that estimate explains are measured again from t / FINER, and kept where they look like a smooth function's."""
+    that estimate explains are measured again from t / SLOPE_FINER, and kept where they look like a smooth
+    function's."""
     import torch
 
     x = problem.inputs[j].detach()
@@ -741,8 +742,8 @@ def slopes(problem: Problem, j: int, cols: torch.Tensor, info: Info, resolve: li
             more = _slopes_at(problem, j, cols[again], rel[again], noise, info)
             for (left, right, bound, trunc), (l2, r2, b2, t2) in zip(result, more):
                 left[again], right[again], bound[again], trunc[again] = l2, r2, b2, t2
-    # slopes that differ like a kink by no more than their own truncation explains, where a step FINER times smaller
-    # still resolves a kink through their rounding, are measured again from it: the step was too coarse for the
+    # slopes that differ like a kink by no more than their own truncation explains, where a step SLOPE_FINER times
+    # smaller still resolves a kink through their rounding, are measured again from it: the step was too coarse for the
     # function (tan at -4988429.2, t = 0.074: 3.852 and 3.867, truncation estimate 0.05, autograd 3.89586; read as
     # a kink, the right backward and bugs of 1e-8 and 1e-6 there were inconclusive). At a kink the truncation
     # estimate is about 0 (relu at 0: the central differences at t and t/2 are both 1/2)
@@ -754,12 +755,12 @@ def slopes(problem: Problem, j: int, cols: torch.Tensor, info: Info, resolve: li
         margin = KINK_REL * torch.maximum(left.abs(), right.abs())
         kinkish = apart > margin + 2 * bound
         explained = apart <= margin + 2 * bound + 2 * trunc
-        resolvable = 2 * FINER * bound < margin
+        resolvable = 2 * SLOPE_FINER * bound < margin
         finer |= (kinkish & explained & resolvable).any(dim=1)
     again = finer.nonzero().flatten()
     if len(again):
-        more = _slopes_at(problem, j, cols[again], rel[again] / FINER, noise, info)
-        # kept only where they look like a smooth function's: their truncation estimate fell (by FINER^2 there;
+        more = _slopes_at(problem, j, cols[again], rel[again] / SLOPE_FINER, noise, info)
+        # kept only where they look like a smooth function's: their truncation estimate fell (by SLOPE_FINER^2 there;
         # rounding makes it grow) and their midpoint moved by no more than the first slopes' truncation explains.
         # A function that rounds like its terms, whose rounding the measured noise misses (a variance at 1000 +-
         # 0.01), gives equal slopes in stairs at the finer step, far from the first ones: those stay, a kink
@@ -776,11 +777,6 @@ def slopes(problem: Problem, j: int, cols: torch.Tensor, info: Info, resolve: li
             at = again[kept]
             left[at], right[at], bound[at], trunc[at] = l2[kept], r2[kept], b2[kept], t2[kept]
     return result
-
-
-#: how much smaller the step of slopes measured again for their truncation is (it falls as t^2, their t^3 terms,
-#: which differ between the sides, as t^3; their rounding grows as 1 / t)
-FINER = 16.0
 
 
 def _slopes_at(problem: Problem, j: int, cols: torch.Tensor, relative: float | torch.Tensor,

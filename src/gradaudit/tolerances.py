@@ -118,6 +118,10 @@ KINK_REL = 1e-3
 #: was inconclusive
 SLOPE_ROUNDING = 0.1
 SLOPE_CAP = 1e-3
+#: ... and slopes that differ like a kink by no more than their own truncation estimate explains (a step too
+#: coarse for the function) are measured again from a step this many times smaller: their truncation falls as
+#: t^2, their t^3 terms, which differ between the sides, as t^3; their rounding grows as 1 / t
+SLOPE_FINER = 16.0
 #: ... and, with that bound known, slopes within it plus this fraction of their value (their extrapolation's
 #: truncation, O(t^2) with t = sqrt(eps) max(1, |x|), far below it unless a singularity lies within 1e-5) say
 #: where the large-step evidence is off instead (a jump or a singularity inside its steps: |x|^1.5 1e-6 from 0,
