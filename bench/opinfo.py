@@ -3,7 +3,10 @@
 Cases: every op in ``torch.testing._internal.common_methods_invocations.op_db`` with ``supports_autograd``,
 float64, CPU, the first ``--samples K`` sample inputs of ``op.sample_inputs("cpu", torch.float64,
 requires_grad=True)`` (``--dtype complex128``: the same for the ops whose forward supports complex128 on CPU,
-their samples in complex128, which both tools check with Wirtinger calculus) (global seed 1234 before each
+their samples in complex128, which both tools check with Wirtinger calculus; ``--db python_ref_db``: the
+Python references ``torch._refs.*`` of ``python_ref_db`` whose torch op has autograd, the same samples through
+functions written in Python over torch's primitives, whose backward is autograd's through that composition,
+or none where a primitive has no autograd formula) (global seed 1234 before each
 op, as PyTorch's test cases seed). Each case is built the way PyTorch's ``TestBwdGradients.test_fn_grad``
 builds it (``TestGradients._check_helper``): the function variant ``op.get_op()`` called through
 ``op.gradcheck_wrapper``, ``sample.output_process_fn_grad`` applied to the output, the tensors that require
@@ -48,6 +51,7 @@ most of it gradcheck's slow mode on a few large cases):
     python bench/opinfo.py --workers 2 --out opinfo.jsonl
     python bench/opinfo.py --ops sin,matmul,nn.functional.conv2d --samples 1 --out few.jsonl
     python bench/opinfo.py --dtype complex128 --repeat 1 --out complex.jsonl  (verdicts on complex samples)
+    python bench/opinfo.py --db python_ref_db --out refs.jsonl        (torch._refs: the same samples, other code)
     python bench/opinfo.py --limit 50 --resume --out opinfo.jsonl     (skips cases already written)
     python bench/opinfo.py --summary opinfo.jsonl                     (re-renders, runs nothing)
 """
@@ -78,6 +82,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+DBS = ("op_db", "python_ref_db")  # the OpInfo lists of common_methods_invocations a sweep can take
 SEED = 1234  # torch.testing._internal.common_utils.SEED, what PyTorch's TestCase.setUp seeds with
 TOOLS = ("gradcheck_slow", "gradcheck_fast", "gradaudit_auto", "gradaudit_directional")
 PAIRS = (("gradcheck_slow", "gradaudit_auto"), ("gradcheck_fast", "gradaudit_directional"))
@@ -152,6 +157,11 @@ def opinfo_expectations(op: Any, dtype_name: str = "float64") -> dict[str, Any]:
     status: str | None = None
     reason = ""
     notes: list[str] = []
+    if getattr(op, "torch_opinfo", None) is not None:  # a Python reference: PyTorch tests no gradient of it
+        return {"status": None, "reason": "", "notes": ["a Python reference: PyTorch runs no gradient test on it, so "
+                                                        "OpInfo has no skip or xfail for one"],
+                "gradcheck_fast_mode": op.gradcheck_fast_mode, "check_batched_grad": op.check_batched_grad,
+                "gradcheck_nondet_tol": op.gradcheck_nondet_tol}
     if dtype not in op.supported_backward_dtypes("cpu"):
         status, reason = "skip", f"{dtype_name} not in supported_backward_dtypes('cpu'): test_fn_grad skips it"
     seen: set[int] = set()
@@ -186,6 +196,13 @@ def opinfo_expectations(op: Any, dtype_name: str = "float64") -> dict[str, Any]:
         "check_batched_grad": op.check_batched_grad,
         "gradcheck_nondet_tol": op.gradcheck_nondet_tol,
     }
+
+
+def load_db(name: str) -> list[Any]:
+    """The OpInfo list *name* (one of DBS) from torch.testing._internal.common_methods_invocations."""
+    from torch.testing._internal import common_methods_invocations as cmi
+
+    return list(getattr(cmi, name))
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -430,7 +447,8 @@ def run_tool(builder: CaseBuilder, op_index: int, index: int, tool: str) -> dict
     return result
 
 
-def worker_main(conn: Any, samples: int, mem_limit_gb: float, dtype_name: str = "float64") -> None:
+def worker_main(conn: Any, samples: int, mem_limit_gb: float, dtype_name: str = "float64", db: str = "op_db"
+                ) -> None:
     """Worker loop: ("build", op, sample) or ("tool", op, sample, tool) in, a dict out; None ends it."""
     _limit_memory(mem_limit_gb)
     import warnings
@@ -439,9 +457,7 @@ def worker_main(conn: Any, samples: int, mem_limit_gb: float, dtype_name: str = 
     import torch
 
     torch.set_num_threads(1)
-    from torch.testing._internal.common_methods_invocations import op_db
-
-    builder = CaseBuilder(op_db, samples, dtype_name)
+    builder = CaseBuilder(load_db(db), samples, dtype_name)
     conn.send({"ready": os.getpid(), "gradaudit_src": gradaudit_source_hash()})
     while True:
         try:
@@ -465,8 +481,10 @@ def worker_main(conn: Any, samples: int, mem_limit_gb: float, dtype_name: str = 
 class Worker:
     """One worker process, restarted after a timeout or a crash."""
 
-    def __init__(self, context: Any, samples: int, mem_limit_gb: float, dtype_name: str = "float64") -> None:
+    def __init__(self, context: Any, samples: int, mem_limit_gb: float, dtype_name: str = "float64",
+                 db: str = "op_db") -> None:
         self.context = context
+        self.db = db
         self.samples = samples
         self.mem_limit_gb = mem_limit_gb
         self.dtype_name = dtype_name
@@ -478,7 +496,7 @@ class Worker:
     def start(self) -> None:
         parent, child = self.context.Pipe()
         self.process = self.context.Process(target=worker_main, args=(child, self.samples, self.mem_limit_gb,
-                                                                          self.dtype_name),
+                                                                          self.dtype_name, self.db),
                                             daemon=True)
         self.process.start()
         child.close()
@@ -649,18 +667,24 @@ def run_tools(worker: Worker, op_index: int, index: int, args: argparse.Namespac
 def select_ops(op_db: list[Any], names: str | None, limit: int | None, dtype_name: str = "float64"
                ) -> list[tuple[int, Any]]:
     """The ops with autograd (for a complex dtype: those whose forward supports it on CPU), *names* and *limit*
-    applied."""
+    applied. A Python reference (python_ref_db) says supports_autograd=False of itself, as PyTorch tests no
+    gradient of it: it is taken where its torch op has autograd."""
     import torch
 
     dtype = getattr(torch, dtype_name)
-    chosen = [(i, op) for i, op in enumerate(op_db) if op.supports_autograd
+
+    def autograd(op: Any) -> bool:
+        torch_op = getattr(op, "torch_opinfo", None)
+        return bool(op.supports_autograd or (torch_op is not None and torch_op.supports_autograd))
+
+    chosen = [(i, op) for i, op in enumerate(op_db) if autograd(op)
               and (not dtype.is_complex or dtype in op.supported_dtypes("cpu"))]
     if names:
         wanted = {n.strip() for n in names.split(",") if n.strip()}
         chosen = [(i, op) for i, op in chosen if op.name in wanted]
         missing = wanted - {op.name for _, op in chosen}
         if missing:
-            print(f"warning: not in op_db with supports_autograd: {', '.join(sorted(missing))}", file=sys.stderr)
+            print(f"warning: not among the ops with autograd: {', '.join(sorted(missing))}", file=sys.stderr)
     return chosen[:limit] if limit is not None else chosen
 
 
@@ -670,27 +694,31 @@ def run_sweep(args: argparse.Namespace, out: Path) -> None:
               file=sys.stderr)
         sys.exit(2)
     if args.resume:
-        before = {r.get("dtype", "float64") for r in read_jsonl(out) if r.get("kind") == "run"}
+        runs = [r for r in read_jsonl(out) if r.get("kind") == "run"]
+        before = {r.get("dtype", "float64") for r in runs}
         if before - {args.dtype}:
             print(f"bench/opinfo.py: {out} holds a sweep of {', '.join(sorted(before))} samples; --resume continues "
                   f"it only with the same --dtype (got {args.dtype}); choose another --out for {args.dtype}",
                   file=sys.stderr)
             sys.exit(2)
+        dbs = {r.get("db", "op_db") for r in runs}
+        if dbs - {args.db}:
+            print(f"bench/opinfo.py: {out} holds a sweep of {', '.join(sorted(dbs))}; --resume continues it only "
+                  f"with the same --db (got {args.db}); choose another --out for {args.db}", file=sys.stderr)
+            sys.exit(2)
     import torch
 
     torch.set_num_threads(1)
-    from torch.testing._internal.common_methods_invocations import op_db
-
     import gradaudit
 
-    ops = select_ops(op_db, args.ops, args.limit, args.dtype)
+    ops = select_ops(load_db(args.db), args.ops, args.limit, args.dtype)
     done = {case_key(r) for r in read_jsonl(out) if r.get("kind") == "case"} if args.resume else set()
     sink = Sink(out)
     sink.write({"kind": "run", "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
                 "command": shlex.join([Path(sys.executable).name, *sys.argv]), "torch": torch.__version__,
                 "gradaudit": gradaudit.__version__, "gradaudit_src": gradaudit_source_hash(),
                 "git_commit": _git_commit(), "python": platform.python_version(), "platform": platform.platform(),
-                "ops": len(ops), "samples": args.samples, "dtype": args.dtype, "workers": args.workers,
+                "ops": len(ops), "samples": args.samples, "dtype": args.dtype, "db": args.db, "workers": args.workers,
                 "case_timeout_s": args.case_timeout, "mem_limit_gb": args.mem_limit_gb, "resume": args.resume,
                 "repeat": args.repeat, "repeat_under_s": args.repeat_under, "repeat_max": args.repeat_max,
                 "round_budget_s": args.round_budget,
@@ -716,7 +744,7 @@ def run_sweep(args: argparse.Namespace, out: Path) -> None:
         print(f"[{number} {elapsed:7.0f}s] {label}#{record['sample']} {text}", file=sys.stderr, flush=True)
 
     context = multiprocessing.get_context("spawn")
-    workers = [Worker(context, args.samples, args.mem_limit_gb, args.dtype) for _ in range(args.workers)]
+    workers = [Worker(context, args.samples, args.mem_limit_gb, args.dtype, args.db) for _ in range(args.workers)]
     failures: list[BaseException] = []
 
     def drain(worker: Worker) -> None:
@@ -967,12 +995,13 @@ def summarize(path: Path) -> str:
     harness = [r for r in entries if r.get("kind") == "harness_error"]
     rows = list(cases.values())
     dtype_name = runs[-1].get("dtype", "float64") if runs else "float64"
+    db = runs[-1].get("db", "op_db") if runs else "op_db"
     built = [r for r in rows if r.get("build", {}).get("status") == "ok"]
     broken = [r for r in rows if r.get("build", {}).get("status") != "ok"]
     expected = [r for r in built if r.get("opinfo", {}).get("status")]
     included = [r for r in built if not r.get("opinfo", {}).get("status")]
 
-    out = [f"# gradaudit vs torch.autograd.gradcheck on OpInfo ({path.name})", ""]
+    out = [f"# gradaudit vs torch.autograd.gradcheck on OpInfo's {db} ({path.name})", ""]
     out.append(f"{len(rows)} cases from {len({(r['op'], r.get('variant', '')) for r in rows})} OpInfo entries: "
                f"{len(included)} compared, {len(expected)} that OpInfo skips or xfails for test_fn_grad on CPU "
                f"{dtype_name} (listed apart), {len(broken)} whose sample could not be built.")
@@ -1054,6 +1083,9 @@ def main(argv: Iterable[str] | None = None) -> None:
     parser.add_argument("--dtype", choices=("float64", "complex128"), default="float64",
                         help="the samples' dtype (default float64; complex128: the ops whose forward supports it, "
                              "checked with Wirtinger calculus by both tools)")
+    parser.add_argument("--db", choices=DBS, default="op_db",
+                        help="the OpInfo list (default op_db; python_ref_db: the Python references torch._refs.*, "
+                             "the same samples through other code, taken where the torch op has autograd)")
     parser.add_argument("--workers", type=int, default=1, metavar="W", help="worker processes (default 1)")
     parser.add_argument("--repeat", type=int, default=5, metavar="K",
                         help="calls per tool and case, interleaved across the tools; the time is their median "

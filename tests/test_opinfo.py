@@ -13,6 +13,7 @@ of 3e-8, below gradcheck's tolerance). The full sweep is ``python bench/opinfo.p
 from __future__ import annotations
 
 import importlib.util
+import itertools
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,69 @@ def test_a_sweep_is_resumed_only_in_its_own_dtype(tmp_path, capsys):
     assert stop.value.code == 2
     assert "choose another --out for complex128" in capsys.readouterr().err
     assert out.read_text() == '{"kind": "run", "dtype": "float64"}\n'
+
+
+#: PyTorch's Python references (``python bench/opinfo.py --db python_ref_db``): the same samples through
+#: functions written in Python over torch's ops, whose backward is autograd's chain rule through that composition
+#: of ops whose own formulas OpInfo tests, so each must pass in every mode
+REFS_SUBSET = {
+    ("_refs.sinc", ""): "torch.where around a removable singularity at 0",
+    ("_refs.special.logit", ""): "a composition near the domain's edges",
+    ("_refs.nn.functional.gelu", ""): "erf composed by hand",
+    ("_refs.logsumexp", ""): "a max subtracted, its gradient cancelling",
+    ("_refs.nn.functional.layer_norm", ""): "a normalization composed by hand",
+    ("_refs.nn.functional.hardsigmoid", ""): "the aten kernel's float32 1/6 is not in this float64 composition",
+}
+REFS_DB = bench.load_db("python_ref_db")
+REFS_INDEX = {(op.name, op.variant_test_name): i for i, op in bench.select_ops(REFS_DB, None, None)}
+REFS_BUILDER = bench.CaseBuilder(REFS_DB, 1)
+
+
+def _ref_case(key):
+    case = REFS_BUILDER.case(REFS_INDEX[key], 0)
+    assert case is not None
+    fn, checked, _ = case
+    return fn, tuple(t.detach().clone().requires_grad_() for t in checked)
+
+
+@pytest.mark.parametrize("mode", ["auto", "directional"])
+@pytest.mark.parametrize("key", sorted(REFS_SUBSET), ids=lambda k: k[0])
+def test_python_reference_passes(key, mode):
+    fn, inputs = _ref_case(key)
+    res = ga.check(fn, inputs, mode=mode)
+    assert res.verdict == "pass", f"{REFS_SUBSET[key]}\n{res}"
+
+
+@pytest.mark.parametrize("mode", ["auto", "directional"])
+def test_a_python_reference_whose_composition_loses_the_graph_fails(mode):
+    """``_refs.constant_pad_nd`` fills a new tensor through a primitive without an autograd formula: its output
+    does not reach the input in autograd's graph (gradient None), though it moves with it one for one. A wrong
+    gradient, not a refusal: it fails (gradcheck fails it too), and full mode names each input element."""
+    fn, inputs = _ref_case(("_refs.constant_pad_nd", ""))
+    res = ga.check(fn, inputs, mode=mode)
+    assert res.verdict == "fail", str(res)
+    if mode == "auto":
+        every = set(itertools.product(*(range(n) for n in inputs[0].shape)))
+        assert {m.element for m in res.mismatches} == every, str(res)
+
+
+def test_python_references_are_taken_where_the_torch_op_has_autograd():
+    """python_ref_db says supports_autograd=False of every reference (PyTorch tests no gradient of one): a sweep
+    takes those whose torch op has autograd, leaves the others (integer and boolean ops), and reads no OpInfo
+    skip for them (there is none for a test PyTorch does not run)."""
+    names = {op.name for op in REFS_DB}
+    assert "_refs.sinc" in {name for name, _ in REFS_INDEX}
+    assert "_refs.bitwise_and" in names and "_refs.bitwise_and" not in {name for name, _ in REFS_INDEX}
+    op = REFS_DB[REFS_INDEX[("_refs.sinc", "")]]
+    assert bench.opinfo_expectations(op)["status"] is None
+
+
+def test_a_sweep_is_resumed_only_on_its_own_op_list(tmp_path, capsys):
+    out = tmp_path / "op_db.jsonl"
+    line = '{"kind": "run", "dtype": "float64", "db": "op_db"}\n'
+    out.write_text(line)
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--db", "python_ref_db", "--resume", "--ops", "_refs.sinc", "--out", str(out)])
+    assert stop.value.code == 2
+    assert "choose another --out for python_ref_db" in capsys.readouterr().err
+    assert out.read_text() == line
