@@ -7,7 +7,9 @@ refuses it), which inputs are checked and the outputs at the point. On top of it
   ``SMALL_BATCH`` items runs as a loop of plain calls on independent tensors; a larger one runs
   under ``torch.func.vmap`` in chunks, confirmed against plain calls on two rows before it is
   trusted, and falls back to the loop (saying why) when vmap fails or disagrees. The choice
-  depends on size and capability only, never on a clock.
+  depends on size and capability only, never on a clock. vmap runs on torch's batching rules only
+  (:func:`batching_rules_only`): an op without one is looped over by our own loop, not by vmap's
+  fallback, which prints a performance warning to the user's terminal for each call.
 - numeric columns: central differences along directions, one-sided far steps, one-sided small
   steps (slopes, for kinks), and Ridders' extrapolation per element with its error bound;
 - :func:`analytic_rows`: vᵀJ for batches of output weights (autograd).
@@ -18,8 +20,9 @@ Exceptions raised by the user's function or backward come out as :class:`Evaluat
 from __future__ import annotations
 
 import array
+import contextlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -502,6 +505,30 @@ def _loop(problem: Problem, j: int, batch: torch.Tensor) -> list[torch.Tensor]:
     return [torch.stack([r[k] for r in rows]) for k in range(len(problem.outputs))]
 
 
+@contextlib.contextmanager
+def batching_rules_only() -> Iterator[None]:
+    """torch.func.vmap (and autograd's batched grad_outputs) with its per-op fallback off, the setting it had
+    restored after. An op without a batching rule then raises, and the caller loops over plain calls, as the
+    fallback would have (no faster), instead of the fallback printing "There is a performance drop because we
+    have not yet implemented the batching rule for ..." to the user's stderr on every call (straight from C++,
+    past Python's warning filters, for torch._refs.to's prims::copy_to: 40 lines in one check; as a Python
+    UserWarning for stft's unfold_backward). A torch without the private switch runs as it is."""
+    import torch
+
+    functorch = getattr(torch._C, "_functorch", None)
+    get = getattr(functorch, "_is_vmap_fallback_enabled", None)
+    put = getattr(functorch, "_set_vmap_fallback_enabled", None)
+    if get is None or put is None:
+        yield
+        return
+    before = bool(get())
+    put(False)
+    try:
+        yield
+    finally:
+        put(before)
+
+
 def batched_outputs(problem: Problem, j: int, batch: torch.Tensor, info: Info) -> list[torch.Tensor]:
     """Outputs for a batch of values of input j (see the module docstring)."""
     import torch
@@ -515,7 +542,7 @@ def batched_outputs(problem: Problem, j: int, batch: torch.Tensor, info: Info) -
         def one(xj: torch.Tensor) -> tuple[torch.Tensor, ...]:
             return tuple(problem.call(*problem.with_input(j, xj)))
 
-        with torch.no_grad():
+        with torch.no_grad(), batching_rules_only():
             parts = [torch.func.vmap(one)(batch[s:s + size]) for s in range(0, n, size)]
         outs = [parts[0][k] if len(parts) == 1 else torch.cat([p[k] for p in parts])
                 for k in range(len(problem.outputs))]
@@ -943,7 +970,8 @@ def _vjp_vmap(problem: Problem, k: int, out: torch.Tensor, wrt: list[torch.Tenso
         return problem.call(*xs)[k]
 
     vjp_fn = torch.func.vjp(f_k, *[problem.inputs[i] for i in problem.diff])[1]
-    got = torch.func.vmap(vjp_fn, chunk_size=_chunk(problem))(cot)
+    with batching_rules_only():
+        got = torch.func.vmap(vjp_fn, chunk_size=_chunk(problem))(cot)
     info["analytic"] = "torch.func.vjp under vmap"
     return plain(got)
 
@@ -952,6 +980,7 @@ def _batched_grad(problem: Problem, k: int, out: torch.Tensor, wrt: list[torch.T
                   info: Info) -> tuple[torch.Tensor, ...]:
     import torch
 
-    got = torch.autograd.grad(out, wrt, cot, is_grads_batched=True, allow_unused=True, retain_graph=True)
+    with batching_rules_only():
+        got = torch.autograd.grad(out, wrt, cot, is_grads_batched=True, allow_unused=True, retain_graph=True)
     info["analytic"] = "autograd.grad, batched grad_outputs"
     return tuple(torch.zeros_like(w) if g is None else g for g, w in zip(plain(got), wrt))
