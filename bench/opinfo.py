@@ -6,7 +6,10 @@ requires_grad=True)`` (``--dtype complex128``: the same for the ops whose forwar
 their samples in complex128, which both tools check with Wirtinger calculus; ``--db python_ref_db``: the
 Python references ``torch._refs.*`` of ``python_ref_db`` whose torch op has autograd, the same samples through
 functions written in Python over torch's primitives, whose backward is autograd's through that composition,
-or none where a primitive has no autograd formula) (global seed 1234 before each
+or none where a primitive has no autograd formula; ``--db foreach``: the ``torch._foreach_*`` ops of the
+``foreach_*_op_db`` lists, FOREACH_TENSORS tensors per list, every tensor that requires grad checked, in the
+sample's lists of ``args`` and ``kwargs`` too (TestGradients' helper, mirrored here for op_db, unpacks only a
+list ``input``), OpInfo's skips read for ``TestForeach.test_autodiff``) (global seed 1234 before each
 op, as PyTorch's test cases seed). Each case is built the way PyTorch's ``TestBwdGradients.test_fn_grad``
 builds it (``TestGradients._check_helper``): the function variant ``op.get_op()`` called through
 ``op.gradcheck_wrapper``, ``sample.output_process_fn_grad`` applied to the output, the tensors that require
@@ -52,6 +55,7 @@ most of it gradcheck's slow mode on a few large cases):
     python bench/opinfo.py --ops sin,matmul,nn.functional.conv2d --samples 1 --out few.jsonl
     python bench/opinfo.py --dtype complex128 --repeat 1 --out complex.jsonl  (verdicts on complex samples)
     python bench/opinfo.py --db python_ref_db --out refs.jsonl        (torch._refs: the same samples, other code)
+    python bench/opinfo.py --db foreach --out foreach.jsonl           (torch._foreach_*: lists of tensors)
     python bench/opinfo.py --limit 50 --resume --out opinfo.jsonl     (skips cases already written)
     python bench/opinfo.py --summary opinfo.jsonl                     (re-renders, runs nothing)
 """
@@ -82,7 +86,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-DBS = ("op_db", "python_ref_db")  # the OpInfo lists of common_methods_invocations a sweep can take
+DBS = ("op_db", "python_ref_db", "foreach")  # the OpInfo lists of common_methods_invocations a sweep can take
+FOREACH = ("foreach_unary_op_db", "foreach_binary_op_db", "foreach_pointwise_op_db", "foreach_reduce_op_db",
+           "foreach_other_op_db")  # what --db foreach joins
+FOREACH_TENSORS = 3  # tensors per list in a foreach sample (sample_inputs' num_input_tensors)
 SEED = 1234  # torch.testing._internal.common_utils.SEED, what PyTorch's TestCase.setUp seeds with
 TOOLS = ("gradcheck_slow", "gradcheck_fast", "gradaudit_auto", "gradaudit_directional")
 PAIRS = (("gradcheck_slow", "gradaudit_auto"), ("gradcheck_fast", "gradaudit_directional"))
@@ -149,7 +156,8 @@ def _active(info: Any, cls_name: str | None, test_name: str | None, dtype: Any) 
 
 
 def opinfo_expectations(op: Any, dtype_name: str = "float64") -> dict[str, Any]:
-    """What OpInfo says about TestBwdGradients.test_fn_grad for *op* on CPU *dtype_name*, plus related notes."""
+    """What OpInfo says about TestBwdGradients.test_fn_grad (a foreach op: TestForeach.test_autodiff) for *op* on
+    CPU *dtype_name*, plus related notes."""
     import torch
     from torch.testing._internal.opinfo.core import DecorateInfo
 
@@ -157,20 +165,22 @@ def opinfo_expectations(op: Any, dtype_name: str = "float64") -> dict[str, Any]:
     status: str | None = None
     reason = ""
     notes: list[str] = []
+    classes, test = (("TestForeach",), "test_autodiff") if _foreach(op) else (("TestBwdGradients", "TestGradients"),
+                                                                              "test_fn_grad")
     if getattr(op, "torch_opinfo", None) is not None:  # a Python reference: PyTorch tests no gradient of it
         return {"status": None, "reason": "", "notes": ["a Python reference: PyTorch runs no gradient test on it, so "
                                                         "OpInfo has no skip or xfail for one"],
                 "gradcheck_fast_mode": op.gradcheck_fast_mode, "check_batched_grad": op.check_batched_grad,
                 "gradcheck_nondet_tol": op.gradcheck_nondet_tol}
     if dtype not in op.supported_backward_dtypes("cpu"):
-        status, reason = "skip", f"{dtype_name} not in supported_backward_dtypes('cpu'): test_fn_grad skips it"
+        status, reason = "skip", f"{dtype_name} not in supported_backward_dtypes('cpu'): {test} skips it"
     seen: set[int] = set()
     for info in itertools.chain(op.decorators, getattr(op, "skips", ())):
         if id(info) in seen:
             continue
         seen.add(id(info))
         if isinstance(info, DecorateInfo):
-            primary = any(_active(info, cls, "test_fn_grad", dtype) for cls in ("TestBwdGradients", "TestGradients"))
+            primary = any(_active(info, cls, test, dtype) for cls in classes)
             related = (not primary and info.cls_name in ("TestBwdGradients", "TestFwdGradients", "TestGradients")
                        and _active(info, info.cls_name, info.test_name, dtype))
             where = f"{info.cls_name}.{info.test_name or '*'}" if info.cls_name else "all tests"
@@ -202,7 +212,13 @@ def load_db(name: str) -> list[Any]:
     """The OpInfo list *name* (one of DBS) from torch.testing._internal.common_methods_invocations."""
     from torch.testing._internal import common_methods_invocations as cmi
 
+    if name == "foreach":
+        return [op for part in FOREACH for op in getattr(cmi, part)]
     return list(getattr(cmi, name))
+
+
+def _foreach(op: Any) -> bool:
+    return type(op).__name__ == "ForeachFuncInfo"
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -290,8 +306,9 @@ class CaseBuilder:
             self.key, self.cached, self.error = op_index, [], None
             torch.manual_seed(SEED)
             try:
-                generator = self.op_db[op_index].sample_inputs("cpu", getattr(torch, self.dtype_name),
-                                                               requires_grad=True)
+                op = self.op_db[op_index]
+                extra = {"num_input_tensors": [FOREACH_TENSORS]} if _foreach(op) else {}
+                generator = op.sample_inputs("cpu", getattr(torch, self.dtype_name), requires_grad=True, **extra)
                 for sample in generator:
                     self.cached.append(sample)
                     if len(self.cached) >= self.samples:
@@ -305,7 +322,8 @@ class CaseBuilder:
         return None
 
     def case(self, op_index: int, index: int) -> tuple[Callable[..., Any], list[Any], Any] | None:
-        """(fn, checked input tensors, sample), as TestGradients._check_helper builds them."""
+        """(fn, checked input tensors, sample), as TestGradients._check_helper builds them (which unpacks a list
+        of tensors in ``sample.input`` only; for a foreach op, whose ``args`` hold lists too, in every position)."""
         import torch
         from torch.testing._internal.common_utils import is_iterable_of_tensors
 
@@ -314,7 +332,12 @@ class CaseBuilder:
             return None
         op = self.op_db[op_index]
         variant = op.get_op()
-        if is_iterable_of_tensors(sample.input):
+        all_args: Iterable[Any]
+        if _foreach(op):
+            all_args = itertools.chain.from_iterable(
+                value if is_iterable_of_tensors(value) else (value,)
+                for value in (sample.input, *sample.args, *sample.kwargs.values()))
+        elif is_iterable_of_tensors(sample.input):
             all_args = itertools.chain(sample.input, sample.args, sample.kwargs.values())
         else:
             all_args = itertools.chain((sample.input,), sample.args, sample.kwargs.values())
@@ -996,6 +1019,7 @@ def summarize(path: Path) -> str:
     rows = list(cases.values())
     dtype_name = runs[-1].get("dtype", "float64") if runs else "float64"
     db = runs[-1].get("db", "op_db") if runs else "op_db"
+    test = "TestForeach.test_autodiff" if db == "foreach" else "TestBwdGradients.test_fn_grad"
     built = [r for r in rows if r.get("build", {}).get("status") == "ok"]
     broken = [r for r in rows if r.get("build", {}).get("status") != "ok"]
     expected = [r for r in built if r.get("opinfo", {}).get("status")]
@@ -1003,12 +1027,12 @@ def summarize(path: Path) -> str:
 
     out = [f"# gradaudit vs torch.autograd.gradcheck on OpInfo's {db} ({path.name})", ""]
     out.append(f"{len(rows)} cases from {len({(r['op'], r.get('variant', '')) for r in rows})} OpInfo entries: "
-               f"{len(included)} compared, {len(expected)} that OpInfo skips or xfails for test_fn_grad on CPU "
+               f"{len(included)} compared, {len(expected)} that OpInfo skips or xfails for {test} on CPU "
                f"{dtype_name} (listed apart), {len(broken)} whose sample could not be built.")
     out += ["", "## 1. Verdicts", ""]
     for gc, ga in PAIRS:
         out += [f"{gc} × {ga} ({len(included)} cases):", ""] + _cross_table(included, gc, ga) + [""]
-    out += [f"**OpInfo skips / expected failures** for TestBwdGradients.test_fn_grad, CPU {dtype_name} "
+    out += [f"**OpInfo skips / expected failures** for {test}, CPU {dtype_name} "
             f"({len(expected)} cases; run anyway, not counted above):", ""]
     if expected:
         out += ["| op | sample | OpInfo | reason | gc slow | gc fast | ga auto | ga directional |",
@@ -1085,7 +1109,8 @@ def main(argv: Iterable[str] | None = None) -> None:
                              "checked with Wirtinger calculus by both tools)")
     parser.add_argument("--db", choices=DBS, default="op_db",
                         help="the OpInfo list (default op_db; python_ref_db: the Python references torch._refs.*, "
-                             "the same samples through other code, taken where the torch op has autograd)")
+                             "the same samples through other code, taken where the torch op has autograd; foreach: "
+                             "the torch._foreach_* ops, lists of tensors)")
     parser.add_argument("--workers", type=int, default=1, metavar="W", help="worker processes (default 1)")
     parser.add_argument("--repeat", type=int, default=5, metavar="K",
                         help="calls per tool and case, interleaved across the tools; the time is their median "

@@ -243,3 +243,29 @@ def test_a_sweep_is_resumed_only_on_its_own_op_list(tmp_path, capsys):
     assert stop.value.code == 2
     assert "choose another --out for python_ref_db" in capsys.readouterr().err
     assert out.read_text() == line
+
+
+#: torch._foreach_* ops (``python bench/opinfo.py --db foreach``): lists of tensors in and out, and in their
+#: ``args`` too; each is its torch op applied tensor by tensor, whose backward OpInfo tests, so each passes
+FOREACH_SUBSET = {
+    ("_foreach_exp", ""): "a list in, a list out",
+    ("_foreach_add", ""): "two lists (the second in args), and an alpha",
+    ("_foreach_addcmul", ""): "three lists",
+    ("_foreach_norm", ""): "a reduction per tensor",
+}
+FOREACH_DB = bench.load_db("foreach")
+FOREACH_INDEX = {(op.name, op.variant_test_name): i for i, op in bench.select_ops(FOREACH_DB, None, None)}
+FOREACH_BUILDER = bench.CaseBuilder(FOREACH_DB, 1)
+
+
+@pytest.mark.parametrize("mode", ["auto", "directional"])
+@pytest.mark.parametrize("key", sorted(FOREACH_SUBSET), ids=lambda k: k[0])
+def test_foreach_op_passes(key, mode):
+    case = FOREACH_BUILDER.case(FOREACH_INDEX[key], 0)
+    assert case is not None
+    fn, checked, sample = case
+    # every tensor that requires grad is checked: those of the lists in args too (3 tensors per list)
+    lists = [v for v in (sample.input, *sample.args, *sample.kwargs.values()) if isinstance(v, (list, tuple))]
+    assert len(checked) == bench.FOREACH_TENSORS * len(lists) and len(checked) >= bench.FOREACH_TENSORS
+    res = ga.check(fn, tuple(t.detach().clone().requires_grad_() for t in checked), mode=mode)
+    assert res.verdict == "pass", f"{FOREACH_SUBSET[key]}\n{res}"
