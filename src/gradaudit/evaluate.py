@@ -78,8 +78,9 @@ class Problem:
     needs_grad: bool = False  # differentiates inside (fails with gradients off): evaluated with them on
     meta: Any = None  # the records' description of the inputs (made once by the caller)
     # per output, the flat elements that are not finite at the point (None: every one is), when some but not all
-    # are: directional phi leaves them out (their weight is 0 and their value at every step reads 0)
+    # are: every evaluation reads 0 there (call), as do the outputs at the point, and no mode judges their rows
     dead: list[torch.Tensor | None] | None = None
+    at_point: list[torch.Tensor] | None = None  # with dead: the outputs at the point as the function gave them
     # per input, the device the function runs it on where that is not the CPU (None: every input on the CPU). The
     # inputs above and all evidence stay on the CPU; each call moves its inputs there and its outputs back, both
     # differentiably, so the function and its backward run where the caller put them and the copies are exact
@@ -139,9 +140,14 @@ class Problem:
         import torch
 
         if self.keep == [0] and torch.is_tensor(out) and not out.is_complex():  # one real tensor: as it is
-            return [out] if self.devices is None else [_to_cpu(out)]
-        outs = self.select(_flat_outputs(out))
-        return outs if self.devices is None else [_to_cpu(o) for o in outs]
+            outs = [out] if self.devices is None else [_to_cpu(out)]
+        else:
+            outs = self.select(_flat_outputs(out))
+            outs = outs if self.devices is None else [_to_cpu(o) for o in outs]
+        if self.dead is not None:  # output elements not finite at the point: 0 in every evaluation
+            outs = [o if d is None or not torch.is_tensor(o) else o.masked_fill(d.reshape(o.shape), 0.0)
+                    for o, d in zip(outs, self.dead)]
+        return outs
 
     def device_of(self, j: int) -> str:
         """The device of input j as the caller gave it (the evidence itself is on the CPU)."""

@@ -256,7 +256,19 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
                 for i in fixed.tolist():
                     noted[i] = 0.0  # held: not judged
             left_open(j, noted, True)
+    _leave_out_dead(problem, found)
     return found
+
+
+def _leave_out_dead(problem: Problem, found: dict[int, Findings]) -> None:
+    """Rows of outputs not finite at the point (problem.dead) are not judged: every evaluation reads 0 there and
+    autograd's rows are set to 0 there (_analytic, _banded), so each of their entries passed on 0 against 0, and is
+    taken out of the count here (the record names those rows as not checked)."""
+    if problem.dead is None:
+        return
+    rows = sum(int(d.sum()) for d in problem.dead if d is not None)
+    for f in found.values():
+        f.total -= rows * (problem.inputs[f.input].numel() - _held_count(f))
 
 
 def _afresh(problem: Problem, f: Findings) -> Findings:
@@ -678,6 +690,12 @@ def _analytic(problem: Problem, gen: torch.Generator, info: Info) -> dict[tuple[
                 if target is not None:
                     torch.div(row, c[a:b].reshape(-1, 1), out=target[a:b])
         info["backward_rows"] = info.get("backward_rows", 0) + m
+        dead = None if problem.dead is None else problem.dead[k]
+        if dead is not None:  # rows of outputs not finite at the point: not judged (_leave_out_dead)
+            for j in problem.diff:
+                rows = analytic.get((j, k))
+                if rows is not None:
+                    rows[dead] = 0.0
     return analytic
 
 
@@ -1131,8 +1149,10 @@ def _banded(problem: Problem, gen: torch.Generator, info: Info) -> Band | None:
             comp = numeric_columns(problem, j, groups[0], hmin, info)[0]  # (width, M)
             rows = analytic_rows(problem, k, groups[1], info)[0]
             info["backward_rows"] = info.get("backward_rows", 0) + width
-            draws.append((comp[cc % width, rr] / w_num[cc],  # row r of the group holding column c
-                          None if rows is None else rows[rr % width, cc] / w_ana[rr]))
+            ana = None if rows is None else rows[rr % width, cc] / w_ana[rr]
+            if ana is not None and problem.dead is not None and problem.dead[0] is not None:
+                ana.masked_fill_(problem.dead[0][rr], 0.0)  # rows not finite at the point: not judged
+            draws.append((comp[cc % width, rr] / w_num[cc], ana))  # row r of the group holding column c
         (n1, a1), (n2, a2) = draws
         noise = STRUCTURE_ULPS * eps * f_scale[rr] / float(hmin) + STRUCTURE_REL * n1.abs()
         if not bool(((n1 - n2).abs() <= noise).all()):
