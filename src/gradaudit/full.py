@@ -693,9 +693,9 @@ def _analytic(problem: Problem, gen: torch.Generator, info: Info) -> dict[tuple[
         dead = None if problem.dead is None else problem.dead[k]
         if dead is not None:  # rows of outputs not finite at the point: not judged (_leave_out_dead)
             for j in problem.diff:
-                rows = analytic.get((j, k))
-                if rows is not None:
-                    rows[dead] = 0.0
+                block = analytic.get((j, k))
+                if block is not None:
+                    block[dead] = 0.0
     return analytic
 
 
