@@ -454,7 +454,9 @@ def run_tool(builder: CaseBuilder, op_index: int, index: int, tool: str) -> dict
             if chosen:
                 result["mode"] = chosen.group(1)
             if result["verdict"] != "pass":
-                result["message"] = (lines[1] if len(lines) > 1 else lines[0])[:300]
+                # the first record that did not pass (the lines before it state the tolerance and the evidence)
+                said = [line for line in lines[1:] if line.startswith("input ") and "PASS" not in line]
+                result["message"] = (said[0] if said else lines[1] if len(lines) > 1 else lines[0])[:300]
                 result["detail"] = report[:DETAIL_CHARS]
     except GradcheckError as exc:
         seconds = time.perf_counter() - start
