@@ -931,10 +931,10 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
         g2 = second[pos]
         if g2 is None or g.shape != g2.shape or torch.equal(g, g2):
             continue
+        held = None  # non-finite input elements are held and not checked (their record says so): nor is this there
         if x.is_floating_point() and g.shape == x.shape and not bool(torch.isfinite(x).all()):
-            # non-finite input elements are held and not checked (their record says so): nor is this there
-            keep = torch.isfinite(x.detach())
-            g, g2 = g.masked_fill(~keep, 0.0), g2.masked_fill(~keep, 0.0)
+            held = ~torch.isfinite(x.detach())
+            g, g2 = g.masked_fill(held, 0.0), g2.masked_fill(held, 0.0)
             if torch.equal(g, g2):
                 continue
         from .findings import unravel
@@ -954,6 +954,10 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
             # differs from the first) from that rounding, or from a backward not linear in its grad_output
             third = with_v_again()
             g3 = None if third is None else third[pos]
+            if g3 is not None and held is not None and g3.shape == held.shape:
+                # as the first two (KLDivLoss at NaN inputs: the first two held there, the third's NaN read as
+                # a backward that differs from the first, "nondeterministic")
+                g3 = g3.masked_fill(held, 0.0)
             if g3 is not None and g3.shape == g.shape and _same(g3, g):
                 # (g is not empty: two empty gradients are equal, and were passed above)
                 both = torch.isnan(g) & torch.isnan(g2)
