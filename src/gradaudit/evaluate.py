@@ -144,9 +144,10 @@ class Problem:
         else:
             outs = self.select(_flat_outputs(out))
             outs = outs if self.devices is None else [_to_cpu(o) for o in outs]
-        if self.dead is not None:  # output elements not finite at the point: 0 in every evaluation
-            outs = [o if d is None or not torch.is_tensor(o) else o.masked_fill(d.reshape(o.shape), 0.0)
-                    for o, d in zip(outs, self.dead)]
+        if self.dead is not None:  # output elements not finite at the point: 0 in every evaluation (an output
+            # whose size changed is left as it is, for the check that says so)
+            outs = [o if d is None or not torch.is_tensor(o) or o.numel() != d.numel()
+                    else o.masked_fill(d.reshape(o.shape), 0.0) for o, d in zip(outs, self.dead)]
         return outs
 
     def device_of(self, j: int) -> str:
