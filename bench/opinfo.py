@@ -288,15 +288,25 @@ def _output_tensors(out: Any) -> list[Any]:
 
 
 class CaseBuilder:
-    """Samples of one op (cached), and the gradcheck-style function of one sample."""
+    """Samples of one op (cached: the first *samples*, every one for None), and the gradcheck-style function of
+    one sample."""
 
-    def __init__(self, op_db: list[Any], samples: int, dtype_name: str = "float64") -> None:
+    def __init__(self, op_db: list[Any], samples: int | None, dtype_name: str = "float64") -> None:
         self.op_db = op_db
         self.samples = samples
         self.dtype_name = dtype_name
         self.key: int | None = None
         self.cached: list[Any] = []
         self.error: str | None = None
+
+    source = "sample_inputs"  # what generate() calls (its failures are named so)
+
+    def generate(self, op: Any) -> Iterable[Any]:
+        """The op's samples, in OpInfo's order (a subclass takes others: bench/reference_inputs.py)."""
+        import torch
+
+        extra = {"num_input_tensors": [FOREACH_TENSORS]} if _foreach(op) else {}
+        return op.sample_inputs("cpu", getattr(torch, self.dtype_name), requires_grad=True, **extra)
 
     def sample(self, op_index: int, index: int) -> Any:
         """The *index*-th sample, None past the last; raises RuntimeError when generating it failed."""
@@ -306,19 +316,16 @@ class CaseBuilder:
             self.key, self.cached, self.error = op_index, [], None
             torch.manual_seed(SEED)
             try:
-                op = self.op_db[op_index]
-                extra = {"num_input_tensors": [FOREACH_TENSORS]} if _foreach(op) else {}
-                generator = op.sample_inputs("cpu", getattr(torch, self.dtype_name), requires_grad=True, **extra)
-                for sample in generator:
+                for sample in self.generate(self.op_db[op_index]):
                     self.cached.append(sample)
-                    if len(self.cached) >= self.samples:
+                    if self.samples is not None and len(self.cached) >= self.samples:
                         break
             except Exception as exc:
                 self.error = f"{type(exc).__name__}: {_first_line(str(exc))[:300]}"
         if index < len(self.cached):
             return self.cached[index]
         if self.error is not None:
-            raise RuntimeError(f"sample_inputs failed at sample {len(self.cached)}: {self.error}")
+            raise RuntimeError(f"{self.source} failed at sample {len(self.cached)}: {self.error}")
         return None
 
     def case(self, op_index: int, index: int) -> tuple[Callable[..., Any], list[Any], Any] | None:

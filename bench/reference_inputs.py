@@ -74,23 +74,14 @@ def reference_builder(op_db: list[Any]) -> Any:
     import opinfo
 
     class ReferenceBuilder(opinfo.CaseBuilder):
-        def sample(self, op_index: int, index: int) -> Any:
+        source = "reference_inputs"
+
+        def generate(self, op: Any) -> Any:
             import torch
 
-            if self.key != op_index:
-                self.key, self.cached, self.error = op_index, [], None
-                torch.manual_seed(opinfo.SEED)
-                try:
-                    self.cached = list(self.op_db[op_index].reference_inputs("cpu", torch.float64, requires_grad=True))
-                except Exception as exc:
-                    self.error = f"{type(exc).__name__}: {str(exc)[:200]}"
-            if index < len(self.cached):
-                return self.cached[index]
-            if self.error is not None:
-                raise RuntimeError(f"reference_inputs failed: {self.error}")
-            return None
+            return op.reference_inputs("cpu", torch.float64, requires_grad=True)
 
-    return ReferenceBuilder(op_db, 1)
+    return ReferenceBuilder(op_db, None)
 
 
 def run(ops: set[str] | None, max_n: int, cap: float, out: Path | None) -> list[dict[str, Any]]:

@@ -195,11 +195,16 @@ REFS_INDEX = {(op.name, op.variant_test_name): i for i, op in bench.select_ops(R
 REFS_BUILDER = bench.CaseBuilder(REFS_DB, 1)
 
 
-def _ref_case(key):
-    case = REFS_BUILDER.case(REFS_INDEX[key], 0)
+def _first_case(builder, index):
+    """(fn, checked inputs, sample) of an op's first sample, the inputs fresh leaves."""
+    case = builder.case(index, 0)
     assert case is not None
-    fn, checked, _ = case
-    return fn, tuple(t.detach().clone().requires_grad_() for t in checked)
+    fn, checked, sample = case
+    return fn, bench._fresh(checked), sample
+
+
+def _ref_case(key):
+    return _first_case(REFS_BUILDER, REFS_INDEX[key])[:2]
 
 
 @pytest.mark.parametrize("mode", ["auto", "directional"])
@@ -261,11 +266,9 @@ FOREACH_BUILDER = bench.CaseBuilder(FOREACH_DB, 1)
 @pytest.mark.parametrize("mode", ["auto", "directional"])
 @pytest.mark.parametrize("key", sorted(FOREACH_SUBSET), ids=lambda k: k[0])
 def test_foreach_op_passes(key, mode):
-    case = FOREACH_BUILDER.case(FOREACH_INDEX[key], 0)
-    assert case is not None
-    fn, checked, sample = case
+    fn, checked, sample = _first_case(FOREACH_BUILDER, FOREACH_INDEX[key])
     # every tensor that requires grad is checked: those of the lists in args too (3 tensors per list)
     lists = [v for v in (sample.input, *sample.args, *sample.kwargs.values()) if isinstance(v, (list, tuple))]
     assert len(checked) == bench.FOREACH_TENSORS * len(lists) and len(checked) >= bench.FOREACH_TENSORS
-    res = ga.check(fn, tuple(t.detach().clone().requires_grad_() for t in checked), mode=mode)
+    res = ga.check(fn, checked, mode=mode)
     assert res.verdict == "pass", f"{FOREACH_SUBSET[key]}\n{res}"
