@@ -749,6 +749,124 @@ def test_forward_ad_and_second_order():
         assert [(r.method, r.verdict) for r in res.records] == [("vjp", "pass"), ("double backward", "fail")]
 
 
+def jvp_class(forward, derivative, scale=None):
+    """An elementwise autograd.Function with forward-mode AD (setup_context, jvp) and a right backward; its jvp is
+    derivative(x) * t times *scale(x)* (a planted bug) when given."""
+
+    class F(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return forward(x)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+            ctx.x = inputs[0]
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return derivative(x) * grad
+
+        @staticmethod
+        def jvp(ctx, tangent):
+            out = derivative(ctx.x) * tangent
+            return out if scale is None else out * scale(ctx.x)
+
+    return F
+
+
+def _jvp_verdicts(res):
+    return [r.verdict for r in res.records if r.method == "jvp"]
+
+
+def _off_at(index, off):
+    def scale(x):
+        s = torch.ones_like(x)
+        s[index] = 1 + off
+        return s
+    return scale
+
+
+def test_forward_ad_weighs_each_output_by_its_size():
+    # exp(x / 500) at [1e4, 0.01]: output 0 is 4.9e8, output 1 about 1. The forward-mode check weighed the outputs by
+    # U[0.5, 1.5) alone, so output 0 held the projection and a jvp 100% off at element 1 PASSED (before the
+    # twenty-first session); with the backward's weights, 1 / max(1, |f|) each, it fails, and the right one passes
+    x = torch.tensor([1e4, 0.01], dtype=F64, requires_grad=True)
+
+    def exp500(x):
+        return torch.exp(x / 500)
+
+    def derivative(x):
+        return torch.exp(x / 500) / 500
+
+    assert _jvp_verdicts(ga.check(jvp_class(exp500, derivative).apply, (x,), forward_ad=True)) == ["pass"]
+    wrong = ga.check(jvp_class(exp500, derivative, _off_at(1, 1.0)).apply, (x,), forward_ad=True)
+    assert _jvp_verdicts(wrong) == ["fail"]
+    assert [r.verdict for r in wrong.records if r.method == "vjp"] == ["pass"]  # the backward is right
+
+
+@pytest.mark.parametrize("off", [1e-6, -1e-7])
+def test_forward_ad_fails_a_small_relative_error_and_passes_the_right_jvp(off):
+    # a jvp off by 1e-7 of itself, everywhere: its projection is resolved to about 1e-10 of the value
+    x = leaf(6, low=-0.5)
+    assert _jvp_verdicts(ga.check(jvp_class(torch.sin, torch.cos).apply, (x,), forward_ad=True)) == ["pass"]
+    scaled = jvp_class(torch.sin, torch.cos, lambda x: torch.full_like(x, 1 + off))
+    assert _jvp_verdicts(ga.check(scaled.apply, (x,), forward_ad=True)) == ["fail"]
+
+
+def test_forward_ad_judges_each_output_alone_and_names_it():
+    # two outputs; the jvp of the second is off by 1e-6 at one element: the failing comparison names output 1
+    class Two(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return torch.sin(x), torch.exp(x)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.x = inputs[0]
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, g0, g1):
+            (x,) = ctx.saved_tensors
+            return torch.cos(x) * g0 + torch.exp(x) * g1
+
+        @staticmethod
+        def jvp(ctx, t):
+            x = ctx.x
+            return torch.cos(x) * t, torch.exp(x) * t * _off_at(2, 1e-6)(x)
+
+    res = ga.check(Two.apply, (leaf(5),), forward_ad=True)
+    (jvp,) = [r for r in res.records if r.method == "jvp"]
+    assert jvp.verdict == "fail"
+    assert {c.location.output for c in res.mismatches if "forward-mode" in c.reason} == {1}
+
+
+def test_forward_ad_holds_non_finite_inputs_and_leaves_out_outputs_not_finite():
+    # softmax with a masked (-inf) element: the element is held, its tangent 0, the record says it is not checked
+    # (before the twenty-first session every step from -inf was NaN: inconclusive); a jvp 1% off elsewhere fails
+    x = torch.tensor([0.5, float("-inf"), 1.5, -0.3], dtype=F64, requires_grad=True)
+    res = ga.check(lambda x: torch.softmax(x, 0), (x,), forward_ad=True)
+    assert _jvp_verdicts(res) == ["pass"]
+    assert "held at its value and not checked" in res.report()
+    sqrt = jvp_class(torch.sqrt, lambda x: 0.5 / torch.sqrt(x))
+    y = torch.tensor([-1.0, 2.0, 3.0], dtype=F64, requires_grad=True)  # output 0 is NaN: its row is not checked
+    res = ga.check(sqrt.apply, (y,), forward_ad=True)
+    (jvp,) = [r for r in res.records if r.method == "jvp"]
+    assert jvp.verdict == "inconclusive" and "output 0 element (0,) = nan" in jvp.reason
+    assert jvp.discrepancy.total == 1 and jvp.discrepancy.mismatched == 0
+    wrong = jvp_class(torch.sqrt, lambda x: 0.5 / torch.sqrt(x), _off_at(2, 0.01))
+    assert _jvp_verdicts(ga.check(wrong.apply, (y,), forward_ad=True)) == ["fail"]
+
+
+def test_forward_ad_without_a_formula_is_a_failure_of_that_input():
+    f = fn_class(lambda x: x * x, lambda g, x: 2 * x * g)  # no jvp: forward-mode AD raises
+    res = ga.check(f.apply, (leaf(3),), forward_ad=True)
+    (jvp,) = [r for r in res.records if r.method == "jvp"]
+    assert jvp.verdict == "fail" and "forward-mode AD failed" in res.report()
+
+
 def test_expected_values():
     x = torch.tensor(3.0, dtype=F64, requires_grad=True)
     assert ga.check(lambda x: x * x, (x,), expected=[6.0]).ok  # 2x at 3

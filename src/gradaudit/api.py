@@ -780,14 +780,27 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
         records.append(_vjp_record(problem, j, found[j], mode, tol, info, who, label, repro))
         findings.append(found[j])
     if forward_ad:
-        for j, f in _forward_ad(problem, _generator(seed, "forward_ad"), tol, info).items():
-            records.append(_method_record(problem, j, f, "jvp", "forward-mode jvp against the numeric directional "
-                                          "derivative along a random direction", tol, mode, who, label, repro))
+        from .directional import forward_mode
+
+        for j, f in forward_mode(problem, _generator(seed, "forward_ad"), tol, info, vs=vs,
+                                 tangents=lambda j, u: _jvp(problem, j, u.to(problem.inputs[j].dtype))).items():
+            _say_held(problem, f, None, vjp=False)  # (their tangents are 0: they are not moved)
+            if any(d is not None for d in dead):
+                _say_dead(problem, f, dead)
+            records.append(_method_record(problem, j, f, "jvp", "forward-mode jvp, each output alone, against the "
+                                          "numeric directional derivative along a random direction (each element "
+                                          "moved relative to max(1, |x|))", tol, mode, who, label, repro))
             findings.append(f)
     if order == 2:
-        for j, f in _second_order(problem, _generator(seed, "second_order"), tol, info).items():
-            records.append(_method_record(problem, j, f, "double backward", "the gradient of vᵀJ(x)·w against its "
-                                          "numeric derivative along a random direction", tol, mode, who, label, repro))
+        from .directional import second_order
+
+        for j, f in second_order(problem, _generator(seed, "second_order"), tol, info, vs=vs).items():
+            _say_held(problem, f, None, vjp=False)
+            if any(d is not None for d in dead):
+                _say_dead(problem, f, dead)
+            records.append(_method_record(problem, j, f, "double backward", "the gradient of G = vᵀJ(x)·w against "
+                                          "its numeric derivative along a random direction (each element moved "
+                                          "relative to max(1, |x|))", tol, mode, who, label, repro))
             findings.append(f)
     if expected is not None:
         for j, (f, etol) in _expected(problem, expected).items():
@@ -859,9 +872,10 @@ def _say_dead(problem: Problem, f: Findings, dead: list[torch.Tensor | None]) ->
                               f"{which} not checked: " + "; ".join(shown) + more))
 
 
-def _say_held(problem: Problem, f: Findings, first: torch.Tensor | None) -> None:
+def _say_held(problem: Problem, f: Findings, first: torch.Tensor | None, *, vjp: bool = True) -> None:
     """Name the non-finite input elements that were held at their value and not checked (no derivative
-    exists there), with autograd's vᵀJ at each; an input with nothing else is inconclusive."""
+    exists there), with autograd's vᵀJ at each (not for another method's record: *vjp* False); an input with
+    nothing else is inconclusive."""
     from .findings import unravel
 
     if f.held is None or not len(f.held):
@@ -871,7 +885,7 @@ def _say_held(problem: Problem, f: Findings, first: torch.Tensor | None) -> None
     shown = []
     for i in f.held[:HELD_SHOWN].tolist():
         there = "None" if g is None else f"{float(g[i]):.6g}"
-        shown.append(f"{unravel(i, f.shape)} = {float(x[i])} (autograd's vᵀJ there {there})")
+        shown.append(f"{unravel(i, f.shape)} = {float(x[i])}" + (f" (autograd's vᵀJ there {there})" if vjp else ""))
     more = f", and {len(f.held) - HELD_SHOWN} more" if len(f.held) > HELD_SHOWN else ""
     count = len(f.held)
     which = f"{count} elements not finite, held at their" if count != 1 else "1 element not finite, held at its"
@@ -992,40 +1006,6 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
     return first, found
 
 
-def _forward_ad(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info) -> dict[int, Findings]:
-    """jvp (forward-mode AD) against the numeric directional derivative, per input and output."""
-    import torch
-
-    from .directional import judge_along, scalar_batch
-
-    found = {}
-    for j in problem.diff:
-        x = problem.inputs[j]
-        f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
-        u = torch.randn(x.shape, generator=gen, dtype=torch.float64).to(x.dtype)
-        try:
-            tangents = _jvp(problem, j, u)
-        except EvaluationError as exc:  # no forward-mode formula: a finding, not an error of the whole check
-            first = str(exc.original).splitlines()[0] if str(exc.original) else ""
-            f.extra.append(Comparison(Location(problem.names[j]), None, None, None, "fail", "jvp",
-                                      f"forward-mode AD failed: {type(exc.original).__name__}: {first}"))
-            continue
-        scale = max(1.0, float(x.abs().max()) if x.numel() else 1.0)
-        for k, tan in enumerate(tangents):
-            w = torch.rand(tan.shape, generator=gen, dtype=torch.float64) + 0.5
-            analytic = float((tan.to(torch.float64) * w).sum())
-
-            def phi(t: float, j: int = j, k: int = k, w: torch.Tensor = w, u: torch.Tensor = u,
-                    x: torch.Tensor = x) -> float:
-                with torch.no_grad():
-                    return float((problem.call(*problem.with_input(j, x + t * u))[k].to(torch.float64) * w).sum())
-
-            out = judge_along(scalar_batch(phi), analytic, tol, scale=scale, perturbation=0.0, dot_rounding=0.0)
-            _add_scalar(f, out, k, f"output {k}: wᵀ(J u) by forward-mode AD")
-    info["forward_ad"] = "checked"
-    return found
-
-
 def _jvp(problem: Problem, j: int, u: torch.Tensor) -> list[torch.Tensor]:
     """Forward-mode tangents J_j u of every output, with dual numbers (torch.autograd.forward_ad)."""
     import warnings
@@ -1049,58 +1029,6 @@ def _jvp(problem: Problem, j: int, u: torch.Tensor) -> list[torch.Tensor]:
             t = fwad.unpack_dual(o).tangent
             tangents.append(torch.zeros_like(o) if t is None else t.detach().clone())
     return tangents
-
-
-def _second_order(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info) -> dict[int, Findings]:
-    """Double backward: the gradient of G(x) = vᵀJ(x)·w w.r.t. x against G's numeric derivative along u."""
-    import torch
-
-    from .directional import judge_along, scalar_batch
-
-    vs = [torch.rand(o.shape, generator=gen, dtype=torch.float64).to(o.dtype) + 0.5 for o in problem.outputs]
-
-    def grad_of(xs: list[torch.Tensor], create: bool) -> tuple[torch.Tensor | None, ...]:
-        with torch.enable_grad():
-            outs = problem.call(*xs)
-            return grad(outs, [xs[i] for i in problem.diff], vs, create_graph=create, allow_unused=True)
-
-    found = {}
-    xs = problem.leaves()
-    first = grad_of(xs, True)
-    ws = [None if g is None else torch.rand(g.shape, generator=gen, dtype=torch.float64).to(g.dtype) + 0.5
-          for g in first]
-    terms = [(g * w).sum() for g, w in zip(first, ws) if g is not None and w is not None and g.requires_grad]
-    # a first derivative with no graph back to the inputs claims a second derivative of zero
-    second = (grad(sum(terms), [xs[i] for i in problem.diff], allow_unused=True) if terms
-              else tuple(None for _ in problem.diff))
-    for pos, j in enumerate(problem.diff):
-        x = problem.inputs[j]
-        f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
-        u = torch.randn(x.shape, generator=gen, dtype=torch.float64).to(x.dtype)
-        d2 = second[pos]
-        analytic = 0.0 if d2 is None else float((d2.to(torch.float64) * u).sum())
-
-        def phi(t: float, j: int = j, u: torch.Tensor = u, x: torch.Tensor = x) -> float:
-            shifted = problem.with_input(j, x + t * u)
-            moved = [y.detach().requires_grad_(i in problem.diff) for i, y in enumerate(shifted)]
-            gs = grad_of(moved, False)
-            return float(sum((g * w).sum() for g, w in zip(gs, ws) if g is not None and w is not None))
-
-        scale = max(1.0, float(x.abs().max()) if x.numel() else 1.0)
-        out = judge_along(scalar_batch(phi), analytic, tol, scale=scale, perturbation=0.0, dot_rounding=0.0)
-        _add_scalar(f, out, None, "uᵀ∇(vᵀJ·w) by double backward")
-    info["order"] = 2
-    return found
-
-
-def _add_scalar(f: Findings, out: dict[str, Any], output: int | None, note: str) -> None:
-    import torch
-
-    pair = out.get("slopes")
-    f.add(out["judged"], torch.tensor(out["observed"], dtype=torch.float64),
-          torch.tensor(out["numeric"], dtype=torch.float64), output=output, rows=torch.tensor(-1),
-          cols=torch.tensor(-1), slopes=None if pair is None else (torch.tensor(pair[0]), torch.tensor(pair[1])),
-          note=note)
 
 
 def _precheck_expected(inputs: Sequence[Any] | Any, expected: Sequence[Any]) -> None:

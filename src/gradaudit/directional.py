@@ -960,6 +960,70 @@ def _projected(tol: ToleranceUsed, u: torch.Tensor, vs: list[torch.Tensor]) -> T
     return dataclasses.replace(tol, atol=tol.atol * weight)
 
 
+def _phi_along(problem: Problem, j: int, u: torch.Tensor, ws: list[torch.Tensor],
+               memo: dict[tuple[float, ...], list[torch.Tensor]] | None, evals: list[int], info: Info, scalars: bool,
+               base: list[torch.Tensor] | None = None) -> Batched:
+    """phi(t) = sum_k v_k . f_k(x + t u) for input j along u, the outputs weighted by *ws* (a Batched: phi at
+    several t at once). With *memo* (one per input and direction u), the outputs at the first set of steps asked
+    for (the quick stage's) are kept and reused by every choice of weights; one batch of outputs, no more, is held.
+    *evals* counts the evaluations; *scalars* (float64 scalar outputs, at most 4) takes Python floats for a
+    one-element input; *base* (along part of an input: the outputs at the point) makes phi the moved output
+    elements' change alone (:func:`_still`)."""
+    import torch
+
+    x = problem.inputs[j].detach()
+    if scalars and x.numel() == 1 and x.dtype == torch.float64 and u.dtype == torch.float64:
+        return _scalar_phi(problem, j, x.item(), u.item(), [v.item() for v in ws], memo, evals, info)
+
+    def phi_many(ts: list[float]) -> tuple[list[float], float]:
+        outs = None if memo is None else memo.get(tuple(ts))
+        if outs is None:
+            evals[0] += len(ts)
+            with E.GradMode(False):
+                if E.LEAN and len(ts) <= SMALL_BATCH:  # batched_outputs' loop, on the same points, no batch
+                    got = _loop_along(problem, j, x, u, ts, info)
+                else:
+                    t = torch.tensor(ts, dtype=torch.float64).reshape(-1, *([1] * x.dim()))
+                    got = batched_outputs(problem, j, (x + t * u).to(x.dtype), info)
+            outs = _without_dead(problem, [o.reshape(len(ts), -1) if o.dtype == torch.float64
+                                           else o.to(torch.float64).reshape(len(ts), -1) for o in got])
+            if memo is not None and _keeps(memo, ts):
+                memo[tuple(ts)] = outs
+        return _weighted(outs, ws) if base is None else _weighted_moving(outs, ws, base, moving)
+    moving: list[torch.Tensor] = []  # (along part of an input) the output elements some step has moved so far
+
+    def moved() -> list[torch.Tensor | None]:
+        return [m.reshape(-1) for m in moving] if moving else [None] * len(ws)
+    marked = _with_noise(_with_unit(phi_many, problem), problem, ws, moved if base is not None else None)
+    if base is not None:
+        marked.still = _still(problem, j, u, ws, moved)  # type: ignore[attr-defined]
+    if x.numel() == 1 and x.dtype == torch.float64 and u.dtype == torch.float64:  # as _scalar_phi
+        marked = _with_exact(marked, x.item(), u.item())
+    return marked
+
+
+def _outputs_alone(problem: Problem, vs: list[torch.Tensor]) -> Callable[[int], tuple[torch.Tensor | None, ...] | None]:
+    """output_alone(k): vₖᵀJₖ for every checked input, output k alone receiving a gradient (None: k does not
+    require grad): at the first call, one forward and then one backward per output through its graph (retained
+    until the last), for all inputs at once; the same backwards as a forward of their own each, with one
+    forward instead of one per output (a forward right before its backwards, as every batch of them gets)."""
+    alone: dict[int, tuple[torch.Tensor | None, ...] | None] = {}
+
+    def output_alone(k: int) -> tuple[torch.Tensor | None, ...] | None:
+        from .evaluate import grad
+
+        if not alone:
+            xs, outs = problem.forward_with_graph()
+            wrt = [xs[i] for i in problem.diff]
+            last = max((i for i, o in enumerate(outs) if o.requires_grad), default=-1)
+            for i, o in enumerate(outs):
+                alone[i] = (grad([o], wrt, [vs[i]], allow_unused=True, retain_graph=i < last)
+                            if o.requires_grad else None)
+        return alone[k]
+
+    return output_alone
+
+
 def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info, *, vs: list[torch.Tensor],
                 grads: tuple[torch.Tensor | None, ...], localize: bool = True,
                 only: tuple[int, torch.Tensor, str] | None = None,
@@ -981,59 +1045,12 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
 
     def phi_for(j: int, u: torch.Tensor, weights: list[torch.Tensor] | None = None,
                 memo: dict[tuple[float, ...], list[torch.Tensor]] | None = None) -> Batched:
-        """phi(t) = sum_k v_k . f_k(x + t u) for the weights (default: vs). With *memo* (one per input and
-        direction u), the outputs at the first set of steps asked for (the quick stage's) are kept and
-        reused by every choice of weights; one batch of outputs, no more, is held."""
-        x = problem.inputs[j].detach()
-        ws = vs if weights is None else weights
-        if scalars and x.numel() == 1 and x.dtype == torch.float64 and u.dtype == torch.float64:
-            return _scalar_phi(problem, j, x.item(), u.item(), [v.item() for v in ws], memo, evals, info)
-
-        def phi_many(ts: list[float]) -> tuple[list[float], float]:
-            outs = None if memo is None else memo.get(tuple(ts))
-            if outs is None:
-                evals[0] += len(ts)
-                with E.GradMode(False):
-                    if E.LEAN and len(ts) <= SMALL_BATCH:  # batched_outputs' loop, on the same points, no batch
-                        got = _loop_along(problem, j, x, u, ts, info)
-                    else:
-                        t = torch.tensor(ts, dtype=torch.float64).reshape(-1, *([1] * x.dim()))
-                        got = batched_outputs(problem, j, (x + t * u).to(x.dtype), info)
-                outs = _without_dead(problem, [o.reshape(len(ts), -1) if o.dtype == torch.float64
-                                               else o.to(torch.float64).reshape(len(ts), -1) for o in got])
-                if memo is not None and _keeps(memo, ts):
-                    memo[tuple(ts)] = outs
-            return _weighted(outs, ws) if base is None else _weighted_moving(outs, ws, base, moving)
-        moving: list[torch.Tensor] = []  # (along part of an input) the output elements some step has moved so far
-
-        def moved() -> list[torch.Tensor | None]:
-            return [m.reshape(-1) for m in moving] if moving else [None] * len(ws)
-        marked = _with_noise(_with_unit(phi_many, problem), problem, ws, moved if base is not None else None)
-        if base is not None:
-            marked.still = _still(problem, j, u, ws, moved)  # type: ignore[attr-defined]
-        if x.numel() == 1 and x.dtype == torch.float64 and u.dtype == torch.float64:  # as _scalar_phi
-            marked = _with_exact(marked, x.item(), u.item())
-        return marked
+        """phi along u for input j (:func:`_phi_along`), the outputs weighted by *vs* or *weights*."""
+        return _phi_along(problem, j, u, vs if weights is None else weights, memo, evals, info, scalars, base)
 
     # along a part of one input (*only*), phi less phi(0), whose unchanged outputs add nothing to its rounding
     base = None if only is None else _without_dead(problem, [_as_float64(o).reshape(1, -1) for o in problem.outputs])
-    alone: dict[int, tuple[torch.Tensor | None, ...] | None] = {}
-
-    def output_alone(k: int) -> tuple[torch.Tensor | None, ...] | None:
-        """vₖᵀJₖ for every checked input, output k alone receiving a gradient (None: k does not require
-        grad): at the first call, one forward and then one backward per output through its graph (retained
-        until the last), for all inputs at once; the same backwards as a forward of their own each, with one
-        forward instead of one per output (a forward right before its backwards, as every batch of them gets)."""
-        from .evaluate import grad
-
-        if not alone:
-            xs, outs = problem.forward_with_graph()
-            wrt = [xs[i] for i in problem.diff]
-            last = max((i for i, o in enumerate(outs) if o.requires_grad), default=-1)
-            for i, o in enumerate(outs):
-                alone[i] = (grad([o], wrt, [vs[i]], allow_unused=True, retain_graph=i < last)
-                            if o.requires_grad else None)
-        return alone[k]
+    output_alone = _outputs_alone(problem, vs)
 
     found: dict[int, Findings] = {}
     comparisons = info.setdefault("directional", [])
@@ -1424,6 +1441,173 @@ def _per_output(problem: Problem, pos: int, u: torch.Tensor, vs: list[torch.Tens
         kind = "none-gradient" if gk is None and out["verdict"] == J.FAIL else "projection"
         f.extra.append(_projection(f, out, kind, f"output {k} alone: vₖᵀJₖu along a random direction u"
                                    + (" (autograd gives None)" if gk is None else "")))
+
+
+def forward_mode(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info, *, vs: list[torch.Tensor],
+                 tangents: Callable[[int, torch.Tensor], list[torch.Tensor]]) -> dict[int, Findings]:
+    """Forward-mode AD (``forward_ad=True``), judged as directional mode judges the backward: per checked input j,
+    a direction u drawn as directional mode draws its own (each element moved relative to its own magnitude,
+    max(1, |x_i|), a non-finite element held where it is), the tangents Jₖu of every output from *tangents(j, u)*,
+    and for each output k alone vₖᵀ(Jₖu) against the numeric derivative of vₖᵀfₖ along u (*vs*: the backward's
+    output weights, 0 at output elements not finite at the point, whose tangents are left out too), the evaluations
+    shared by the outputs (one memo per direction). Until the twenty-first session it drew u from a normal
+    distribution with one step scale for the whole tensor, max(1, max |x|), and judged at non-finite inputs: on
+    OpInfo's samples, where gradcheck's forward-AD check passes, it FAILED logcumsumexp (elements near 1e4 beside
+    small ones) and was inconclusive on round (steps of the largest element's size across its jumps) and on
+    _safe_softmax (-inf inputs), where the backward's check passes all three. A failure of forward-mode AD itself
+    (no formula) is a failure of that input."""
+    import torch
+
+    from .evaluate import EvaluationError
+
+    found: dict[int, Findings] = {}
+    evals = [0]
+    scalars = E.LEAN and len(problem.outputs) <= 4 and all(
+        o.dtype == torch.float64 and o.numel() == 1 for o in problem.outputs)
+    output_alone = _outputs_alone(problem, vs)  # vₖᵀJₖ: the rounding that moving the inputs adds to each phi
+    draws = [torch.empty(problem.inputs[j].shape, dtype=torch.float64).uniform_(-1.0, 1.0, generator=gen)
+             for j in problem.diff]
+    for pos, j in enumerate(problem.diff):
+        x = problem.inputs[j].detach()
+        f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
+        f.held = problem.held(j)
+        u = element_direction(x, draws[pos], f.held is not None)
+        try:
+            got = tangents(j, u)
+        except EvaluationError as exc:  # no forward-mode formula: a finding, not an error of the whole check
+            first = str(exc.original).splitlines()[0] if str(exc.original) else ""
+            f.extra.append(Comparison(Location(problem.names[j]), None, None, None, "fail", "jvp",
+                                      f"forward-mode AD failed: {type(exc.original).__name__}: {first}"))
+            continue
+        memo: dict[tuple[float, ...], Any] = {}
+        precision = str(x.dtype).removeprefix("torch.")
+        for k, tangent in enumerate(got):
+            weights = [v if i == k else torch.zeros_like(v) for i, v in enumerate(vs)]
+            w = vs[k].reshape(-1).to(torch.float64)
+            t = tangent.detach().reshape(-1).to(torch.float64)
+            dead = None if problem.dead is None else problem.dead[k]
+            if dead is not None:
+                t = t.masked_fill(dead, 0.0)
+            terms = w * t
+            grads = output_alone(k)
+            g = None if grads is None else grads[pos]
+            # (a NaN there is the backward's, checked in its own record: sqrt's at -1, weighted 0, is NaN; the
+            # rounding that moving the inputs adds to phi is taken as 0 there)
+            g = None if g is None else g.detach().to(torch.float64).nan_to_num(nan=0.0, posinf=math.inf,
+                                                                              neginf=-math.inf)
+            gk, seen = _without_held(g, x)
+            rounding = _rounding(gk, u, seen)
+            # the rounding of the jvp's own sum vₖᵀ(Jₖu) (as _rounding bounds that of g . u)
+            rounding["dot_rounding"] = 4 * EPS64 * float(terms.abs().sum()) * math.sqrt(max(terms.numel(), 1))
+            out = judge_along(_phi_along(problem, j, u, weights, memo, evals, info, scalars), float(terms.sum()),
+                              _projected(tol, u, [weights[k]]), scale=1.0, **rounding, precision=precision)
+            add_projection(f, out, k, f"output {k}: vₖᵀ(Jₖu) by forward-mode AD along a random direction u")
+    info["forward_ad_evaluations"] = evals[0]
+    return found
+
+
+def element_direction(x: torch.Tensor, draw: torch.Tensor, held: bool) -> torch.Tensor:
+    """Directional mode's direction for input *x* from a *draw* uniform in [-1, 1) (float64, made into u): each
+    element moved relative to its own magnitude, draw / |draw|_2 * max(1, |x_i|), and not at all where *x* is not
+    finite (*held*: some element is); one float64 element of a finite input moves by a power of two
+    (:func:`_one_element_direction`)."""
+    import torch
+
+    if held:
+        draw = draw.masked_fill(~torch.isfinite(x), 0.0)
+    if x.numel() == 1 and x.dtype == torch.float64 and not held:
+        return torch.full_like(draw, _one_element_direction(x.item(), draw.item()))
+    return draw.div_(max(float(torch.linalg.vector_norm(draw)), 1e-300)).mul_(_sizes(x))
+
+
+def second_order(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info, *,
+                 vs: list[torch.Tensor]) -> dict[int, Findings]:
+    """Double backward (``order=2``): G(x) = sum_i (vᵀJ(x))_i . w_i over the checked inputs, with *vs* the backward's
+    output weights (0 at output elements not finite at the point) and w_i of either sign, |w| in [0.5, 1.5) /
+    max(1, |vᵀJ|) (each term of order one; 0 where vᵀJ is not finite at the point, as a dead output's), is
+    differentiated by a double backward and judged, per input j, along a direction drawn as directional mode draws
+    its own (:func:`element_direction`) against G's numeric derivative, with the rounding of both sides in the
+    bound. Until the twenty-first session it drew u from a normal distribution with one step scale for the whole
+    tensor, max(1, max |x|), weighed the outputs and the gradient's terms by U[0.5, 1.5) and left rounding out: on
+    OpInfo's samples, where gradgradcheck passes, it FAILED logcumsumexp (a double backward of -1.8e-11 against a
+    G flat at every step: its terms' rounding) and was inconclusive on topk (steps of the largest element's size
+    across a change of the selection) and on _safe_softmax (-inf inputs)."""
+    import torch
+
+    from .evaluate import grad
+
+    def grad_of(xs: list[Any], create: bool) -> tuple[torch.Tensor | None, ...]:
+        with E.GradMode(True):
+            outs = problem.call(*xs)
+            return grad(outs, [xs[i] for i in problem.diff], vs, create_graph=create, allow_unused=True)
+
+    xs = problem.leaves()
+    first = grad_of(xs, True)
+    ws: list[torch.Tensor | None] = []
+    for g in first:
+        if g is None:
+            ws.append(None)
+            continue
+        at = g.detach().to(torch.float64)
+        s = torch.empty(at.shape, dtype=torch.float64).uniform_(-1.0, 1.0, generator=gen)
+        s = s.add_(s.sign(), alpha=0.5)
+        finite = torch.isfinite(at)
+        ws.append(torch.where(finite, s / at.abs().nan_to_num(nan=1.0, posinf=1.0).clamp_min(1.0), 0.0))
+
+    def terms_of(gs: tuple[torch.Tensor | None, ...]) -> list[torch.Tensor]:
+        # (a term whose weight is 0, not finite at the point, is 0 wherever it goes)
+        return [torch.where(w != 0, g.to(torch.float64) * w, 0.0).reshape(-1)
+                for g, w in zip(gs, ws) if g is not None and w is not None]
+
+    present = [t for t in terms_of(first) if t.requires_grad]
+    # a first derivative with no graph back to the inputs claims a second derivative of zero
+    second = (grad(sum(t.sum() for t in present), [xs[i] for i in problem.diff], allow_unused=True) if present
+              else tuple(None for _ in problem.diff))
+    draws = [torch.empty(problem.inputs[j].shape, dtype=torch.float64).uniform_(-1.0, 1.0, generator=gen)
+             for j in problem.diff]
+    found: dict[int, Findings] = {}
+    evals = [0]
+    for pos, j in enumerate(problem.diff):
+        x = problem.inputs[j].detach()
+        f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
+        f.held = problem.held(j)
+        u = element_direction(x, draws[pos], f.held is not None)
+        d2 = second[pos]
+        gu = None if d2 is None else d2.detach().to(torch.float64).nan_to_num(nan=0.0) * u
+        d2k, seen = _without_held(None if d2 is None else d2.detach().to(torch.float64), x)
+        rounding = _rounding(d2k, u, seen, gu)
+        step = u.to(x.dtype)
+
+        def phi_many(ts: list[float], j: int = j, step: torch.Tensor = step, x: torch.Tensor = x
+                     ) -> tuple[list[float], float]:
+            values, size = [], 0.0
+            for t in ts:
+                moved = [y.detach().requires_grad_(i in problem.diff) if torch.is_tensor(y) else y
+                         for i, y in enumerate(problem.with_input(j, x + t * step))]
+                terms = torch.cat(terms_of(grad_of(moved, False)) or [torch.zeros(1, dtype=torch.float64)])
+                values.append(float(terms.sum()))
+                size = max(size, float(torch.linalg.vector_norm(terms)))
+            evals[0] += len(ts)
+            return values, size
+
+        out = judge_along(phi_many, 0.0 if gu is None else float(gu.sum()),
+                          _projected(tol, u, [w for w in ws if w is not None]), scale=1.0,
+                          **rounding, precision=str(x.dtype).removeprefix("torch."))
+        add_projection(f, out, None, "uᵀ∇G, G = vᵀJ·w, by double backward along a random direction u")
+    info["order"] = 2
+    info["second_order_evaluations"] = evals[0]
+    return found
+
+
+def add_projection(f: Findings, out: dict[str, Any], output: int | None, note: str) -> None:
+    """One judged projection (judge_along's *out*) counted in *f* as a comparison of output *output*."""
+    import torch
+
+    pair = out.get("slopes")
+    f.add(out["judged"], torch.tensor(out["observed"], dtype=torch.float64),
+          torch.tensor(out["numeric"], dtype=torch.float64), output=output, rows=torch.tensor(-1),
+          cols=torch.tensor(-1), slopes=None if pair is None else (torch.tensor(pair[0]), torch.tensor(pair[1])),
+          note=note)
 
 
 def _projection(f: Findings, out: dict[str, Any], kind: str, note: str, at: tuple[int, ...] | None = None
