@@ -155,8 +155,15 @@ def _active(info: Any, cls_name: str | None, test_name: str | None, dtype: Any) 
         return False
 
 
-def opinfo_expectations(op: Any, dtype_name: str = "float64") -> dict[str, Any]:
-    """What OpInfo says about TestBwdGradients.test_fn_grad (a foreach op: TestForeach.test_autodiff) for *op* on
+#: per checked method, the PyTorch gradient test whose skips and expected failures apply: (classes, test name)
+TESTS = {"grad": (("TestBwdGradients", "TestGradients"), "test_fn_grad"),
+         "forward": (("TestFwdGradients", "TestGradients"), "test_forward_mode_AD"),
+         "gradgrad": (("TestBwdGradients", "TestGradients"), "test_fn_gradgrad")}
+
+
+def opinfo_expectations(op: Any, dtype_name: str = "float64", method: str = "grad") -> dict[str, Any]:
+    """What OpInfo says about TestBwdGradients.test_fn_grad (a foreach op: TestForeach.test_autodiff; *method*
+    "forward": TestFwdGradients.test_forward_mode_AD, "gradgrad": TestBwdGradients.test_fn_gradgrad) for *op* on
     CPU *dtype_name*, plus related notes."""
     import torch
     from torch.testing._internal.opinfo.core import DecorateInfo
@@ -165,8 +172,7 @@ def opinfo_expectations(op: Any, dtype_name: str = "float64") -> dict[str, Any]:
     status: str | None = None
     reason = ""
     notes: list[str] = []
-    classes, test = (("TestForeach",), "test_autodiff") if _foreach(op) else (("TestBwdGradients", "TestGradients"),
-                                                                              "test_fn_grad")
+    classes, test = (("TestForeach",), "test_autodiff") if _foreach(op) else TESTS[method]
     if getattr(op, "torch_opinfo", None) is not None:  # a Python reference: PyTorch tests no gradient of it
         return {"status": None, "reason": "", "notes": ["a Python reference: PyTorch runs no gradient test on it, so "
                                                         "OpInfo has no skip or xfail for one"],

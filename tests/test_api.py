@@ -867,6 +867,61 @@ def test_forward_ad_without_a_formula_is_a_failure_of_that_input():
     assert jvp.verdict == "fail" and "forward-mode AD failed" in res.report()
 
 
+def second_derivative_off(forward, derivative, second, index, off):
+    """An elementwise autograd.Function whose backward is right and differentiable, and whose second derivative
+    is off by *off* (relative) at element *index*: the backward adds (x.detach() - x) off f''(x) there, 0 in value."""
+
+    class F(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return forward(x)
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            mask = torch.zeros_like(x)
+            mask[index] = off
+            return grad * (derivative(x) + mask * (x.detach() - x) * second(x.detach()))
+
+    return F
+
+
+def test_second_order_weighs_each_term_by_its_size():
+    # exp(x / 500) at [1e4, 0.01]: the double backward was judged on G = vᵀJ·w with v, w in U[0.5, 1.5), which the
+    # element at 1e4 held (its first derivative 9.7e5 against 2e-3), and a second derivative 100% off at the small
+    # element PASSED (before the twenty-first session). With the backward's output weights and w_i of order
+    # 1 / max(1, |vᵀJ|_i), each term of G is of order one: it fails, and the right one passes
+    x = torch.tensor([1e4, 0.01], dtype=F64, requires_grad=True)
+
+    def f(x):
+        return torch.exp(x / 500)
+
+    def d1(x):
+        return torch.exp(x / 500) / 500
+
+    def d2(x):
+        return torch.exp(x / 500) / 250000
+
+    def verdicts(fn):
+        return [(r.method, r.verdict) for r in ga.check(fn.apply, (x,), order=2).records]
+
+    assert verdicts(second_derivative_off(f, d1, d2, 1, 0.0)) == [("vjp", "pass"), ("double backward", "pass")]
+    assert verdicts(second_derivative_off(f, d1, d2, 1, 1.0)) == [("vjp", "pass"), ("double backward", "fail")]
+    # (1% there moves the projection by 2e-9 of itself, above its rtol of 1e-10; the one projection does not
+    # promise 1e-8 of an element whose term is 1e-7 of the others', as directional mode's does not)
+    assert verdicts(second_derivative_off(f, d1, d2, 1, 0.01)) == [("vjp", "pass"), ("double backward", "fail")]
+
+
+def test_second_order_holds_non_finite_inputs():
+    # softmax with a masked (-inf) element: held, not moved (before the twenty-first session: inconclusive)
+    x = torch.tensor([0.5, float("-inf"), 1.5, -0.3], dtype=F64, requires_grad=True)
+    res = ga.check(lambda x: torch.softmax(x, 0), (x,), order=2)
+    assert [(r.method, r.verdict) for r in res.records] == [("vjp", "pass"), ("double backward", "pass")]
+    (second,) = [r for r in res.records if r.method == "double backward"]
+    assert "held at its value and not checked" in second.reason
+
+
 def test_expected_values():
     x = torch.tensor(3.0, dtype=F64, requires_grad=True)
     assert ga.check(lambda x: x * x, (x,), expected=[6.0]).ok  # 2x at 3
