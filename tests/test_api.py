@@ -922,6 +922,22 @@ def test_second_order_holds_non_finite_inputs():
     assert "held at its value and not checked" in second.reason
 
 
+@pytest.mark.parametrize("size", [1e4, 1e6])
+def test_a_periodic_function_at_a_large_input_is_judged_on_steps_within_its_period(size):
+    # sin at 1e4: Ridders' first tableau, from h0 = 1e-2 max(1, |x|) = 100, sees sin(h) / h over steps of 100 to 3,
+    # settles on 0.005 with a bound of 1e-13, and every finer tableau (from 10, 1, 0.1) was set aside for its larger
+    # bound: inconclusive in full mode (before the twenty-first session), where gradcheck passes. A finer estimate
+    # outside the coarser one's allowance now stands; the right backward passes in every mode, and one off by 1e-6
+    # at that element fails, located
+    x = torch.tensor([size, 2.0], dtype=F64, requires_grad=True)
+    for mode in ("full", "directional"):
+        assert ga.check(torch.sin, (x,), mode=mode).verdict == "pass"
+    off = fn_class(torch.sin, lambda g, x: g * torch.cos(x) * torch.tensor([1 + 1e-6, 1.0], dtype=F64))
+    res = ga.check(off.apply, (x,), mode="full")
+    assert res.verdict == "fail" and {m.location.element for m in res.mismatches} == {(0,)}
+    assert ga.check(off.apply, (x,), mode="directional").verdict == "fail"
+
+
 def test_expected_values():
     x = torch.tensor(3.0, dtype=F64, requires_grad=True)
     assert ga.check(lambda x: x * x, (x,), expected=[6.0]).ok  # 2x at 3

@@ -473,7 +473,11 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                     # steps' error (full._shrink)
                     clash = True
                     continue
-                if not (math.isfinite(again) and math.isfinite(err2)) or (math.isfinite(err) and err2 >= err):
+                # a finer estimate outside the coarser one's allowance, the coarser outside its own, stands though
+                # its bound is larger: the larger steps' bound is the wrong one (full._shrink: sin at 1e4)
+                apart = abs(again - numeric) > SAFETY * (err + err2)
+                if (not (math.isfinite(again) and math.isfinite(err2))
+                        or (math.isfinite(err) and err2 >= err and not apart)):
                     continue  # (its rounding is not kept: steps that reach a pole see values far from phi's own)
                 numeric, err, rounding, t_at, h_at, reproduced = again, err2, rounding2, t2, h0, twice
                 judged = J.judge(obs, numeric, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,

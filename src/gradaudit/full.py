@@ -1585,7 +1585,12 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
         info["ridders_retries"] = info.get("ridders_retries", 0) + len(cols)
         retried: list[torch.Tensor] = []
         (v2, b2) = ridders_columns(problem, j, part[cols], info, base=base, steps=retried)[k]  # (w', M)
-        better = (b2 < bound[cols]) | ~torch.isfinite(bound[cols])
+        # a finer estimate outside the coarser one's allowance, and the coarser outside its own: at least one bound
+        # is wrong, and it is the larger steps' (their truncation, or steps beyond the function's own scale: sin
+        # at 1e4, whose first tableau from h0 = 100 sees sin(h) / h of steps 100 to 3 and settled on 0.005 with a
+        # bound of 1e-13, was inconclusive in full mode, every finer tableau set aside for its larger bound)
+        apart = (v2 - value[cols]).abs() > SAFETY * (bound[cols] + b2)
+        better = (b2 < bound[cols]) | ~torch.isfinite(bound[cols]) | apart
         better &= torch.isfinite(v2) & torch.isfinite(b2)
         # On a staircase (a float32 cast inside a float64 function: one-sided slopes both exactly 0, or an estimate
         # of exactly 0 from steps below the stairs where the larger steps saw a slope) a finer estimate is kept only
