@@ -474,8 +474,10 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                     clash = True
                     continue
                 # a finer estimate outside the coarser one's allowance, the coarser outside its own, stands though
-                # its bound is larger: the larger steps' bound is the wrong one (full._shrink: sin at 1e4)
-                apart = abs(again - numeric) > SAFETY * (err + err2)
+                # its bound is larger: the larger steps' bound is the wrong one (full._shrink: sin at 1e4). Not on a
+                # staircase (flat slopes, or an estimate of exactly 0 from steps below its stairs), as above
+                flat = again == 0.0 or (pair is not None and float(pair[0]) == 0.0 == float(pair[1]))
+                apart = not flat and abs(again - numeric) > SAFETY * (err + err2)
                 if (not (math.isfinite(again) and math.isfinite(err2))
                         or (math.isfinite(err) and err2 >= err and not apart)):
                     continue  # (its rounding is not kept: steps that reach a pole see values far from phi's own)
