@@ -871,20 +871,12 @@ def second_derivative_off(forward, derivative, second, index, off):
     """An elementwise autograd.Function whose backward is right and differentiable, and whose second derivative
     is off by *off* (relative) at element *index*: the backward adds (x.detach() - x) off f''(x) there, 0 in value."""
 
-    class F(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return forward(x)
+    def backward(grad, x):
+        mask = torch.zeros_like(x)
+        mask[index] = off
+        return grad * (derivative(x) + mask * (x.detach() - x) * second(x.detach()))
 
-        @staticmethod
-        def backward(ctx, grad):
-            (x,) = ctx.saved_tensors
-            mask = torch.zeros_like(x)
-            mask[index] = off
-            return grad * (derivative(x) + mask * (x.detach() - x) * second(x.detach()))
-
-    return F
+    return fn_class(forward, backward)
 
 
 def test_second_order_weighs_each_term_by_its_size():
