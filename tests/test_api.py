@@ -858,6 +858,15 @@ def test_forward_ad_holds_non_finite_inputs_and_leaves_out_outputs_not_finite():
     assert jvp.discrepancy.total == 1 and jvp.discrepancy.mismatched == 0
     wrong = jvp_class(torch.sqrt, lambda x: 0.5 / torch.sqrt(x), _off_at(2, 0.01))
     assert _jvp_verdicts(ga.check(wrong.apply, (y,), forward_ad=True)) == ["fail"]
+    # an input every element of which is held: nothing is compared, in the jvp's record as in the backward's
+    held = torch.full((3,), float("-inf"), dtype=F64, requires_grad=True)
+    res = ga.check(lambda h, y: torch.cat([torch.softmax(h, 0).nan_to_num(), y.sin()]), (held, leaf(2)),
+                   forward_ad=True, order=2)
+    records = [r for r in res.records if r.input == "h"]
+    assert [r.method for r in records] == ["vjp", "jvp", "double backward"]
+    for record in records:
+        assert record.verdict == "inconclusive" and record.discrepancy.total == 0, record
+        assert "nothing could be checked" in record.reason
 
 
 def test_forward_ad_without_a_formula_is_a_failure_of_that_input():

@@ -1479,6 +1479,8 @@ def forward_mode(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, inf
         x = problem.inputs[j].detach()
         f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
         f.held = problem.held(j)
+        if f.held is not None and len(f.held) == x.numel():
+            continue  # every element held: nothing moves, nothing to compare (the record says so)
         u = element_direction(x, draws[pos], f.held is not None)
         try:
             got = tangents(j, u)
@@ -1581,6 +1583,8 @@ def second_order(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, inf
         x = problem.inputs[j].detach()
         f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
         f.held = problem.held(j)
+        if f.held is not None and len(f.held) == x.numel():
+            continue  # every element held: nothing moves, nothing to compare (the record says so)
         u = element_direction(x, draws[pos], f.held is not None)
         d2 = second[pos]
         gu = None if d2 is None else d2.detach().to(torch.float64).nan_to_num(nan=0.0) * u
