@@ -118,7 +118,9 @@ def run(method: str, ops: set[str] | None, samples: int, max_n: int, cap: float,
                     if not checked or n == 0 or n > max_n or any(t.is_complex() for t in checked):
                         continue
                     row = {"op": op.name, "variant": op.variant_test_name, "sample": index, "n": n,
-                           "opinfo": status, "non_finite": any(not bool(torch.isfinite(t).all()) for t in checked)}
+                           "opinfo": status, "layouts": sorted({str(t.layout) for t in checked}),
+                           "non_finite": any(t.layout == torch.strided and not bool(torch.isfinite(t).all())
+                                             for t in checked)}
                     for tool in ("gradcheck", "gradaudit"):
                         started = time.perf_counter()
                         row[tool], message = _verdict(tool, method, fn, checked, cap)

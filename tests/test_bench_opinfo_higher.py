@@ -35,6 +35,16 @@ def test_the_double_backward_sweep_runs(tmp_path, capsys, bench_script):
     assert "where gradcheck passes and gradaudit does not (0): none" in capsys.readouterr().out
 
 
+def test_a_sparse_sample_is_recorded_not_a_crash(tmp_path, capsys, bench_script):
+    # sparse.sampled_addmm's samples hold sparse CSR tensors: isfinite raised on them and stopped the whole sweep
+    out = tmp_path / "sparse.jsonl"
+    assert bench_script("opinfo_higher").main(["--method", "second", "--ops", "sparse.sampled_addmm", "--samples",
+                                                "8", "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows and any("torch.sparse_csr" in r["layouts"] for r in rows)
+    assert all(r["gradaudit"] == "error" for r in rows if "torch.sparse_csr" in r["layouts"])  # refused, said so
+
+
 def test_bad_arguments_exit_2(tmp_path, capsys, bench_script):
     assert bench_script("opinfo_higher").main(["--max-n", "0"]) == 2
     assert bench_script("opinfo_higher").main(["--summary", str(tmp_path / "none.jsonl")]) == 2
