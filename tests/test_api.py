@@ -788,20 +788,25 @@ def _off_at(index, off):
     return scale
 
 
+def _exp500(x):  # exp(x / 500) and its first two derivatives: at [1e4, 0.01] one output is 4.9e8, the other 1
+    return torch.exp(x / 500)
+
+
+def _exp500_d1(x):
+    return torch.exp(x / 500) / 500
+
+
+def _exp500_d2(x):
+    return torch.exp(x / 500) / 250000
+
+
 def test_forward_ad_weighs_each_output_by_its_size():
     # exp(x / 500) at [1e4, 0.01]: output 0 is 4.9e8, output 1 about 1. The forward-mode check weighed the outputs by
     # U[0.5, 1.5) alone, so output 0 held the projection and a jvp 100% off at element 1 PASSED (before the
     # twenty-first session); with the backward's weights, 1 / max(1, |f|) each, it fails, and the right one passes
     x = torch.tensor([1e4, 0.01], dtype=F64, requires_grad=True)
-
-    def exp500(x):
-        return torch.exp(x / 500)
-
-    def derivative(x):
-        return torch.exp(x / 500) / 500
-
-    assert _jvp_verdicts(ga.check(jvp_class(exp500, derivative).apply, (x,), forward_ad=True)) == ["pass"]
-    wrong = ga.check(jvp_class(exp500, derivative, _off_at(1, 1.0)).apply, (x,), forward_ad=True)
+    assert _jvp_verdicts(ga.check(jvp_class(_exp500, _exp500_d1).apply, (x,), forward_ad=True)) == ["pass"]
+    wrong = ga.check(jvp_class(_exp500, _exp500_d1, _off_at(1, 1.0)).apply, (x,), forward_ad=True)
     assert _jvp_verdicts(wrong) == ["fail"]
     assert [r.verdict for r in wrong.records if r.method == "vjp"] == ["pass"]  # the backward is right
 
@@ -894,15 +899,7 @@ def test_second_order_weighs_each_term_by_its_size():
     # element PASSED (before the twenty-first session). With the backward's output weights and w_i of order
     # 1 / max(1, |vᵀJ|_i), each term of G is of order one: it fails, and the right one passes
     x = torch.tensor([1e4, 0.01], dtype=F64, requires_grad=True)
-
-    def f(x):
-        return torch.exp(x / 500)
-
-    def d1(x):
-        return torch.exp(x / 500) / 500
-
-    def d2(x):
-        return torch.exp(x / 500) / 250000
+    f, d1, d2 = _exp500, _exp500_d1, _exp500_d2
 
     def verdicts(fn):
         return [(r.method, r.verdict) for r in ga.check(fn.apply, (x,), order=2).records]

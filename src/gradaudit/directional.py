@@ -1473,15 +1473,9 @@ def forward_mode(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, inf
     scalars = E.LEAN and len(problem.outputs) <= 4 and all(
         o.dtype == torch.float64 and o.numel() == 1 for o in problem.outputs)
     output_alone = _outputs_alone(problem, vs)  # vₖᵀJₖ: the rounding that moving the inputs adds to each phi
-    draws = [torch.empty(problem.inputs[j].shape, dtype=torch.float64).uniform_(-1.0, 1.0, generator=gen)
-             for j in problem.diff]
-    for pos, j in enumerate(problem.diff):
-        x = problem.inputs[j].detach()
-        f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
-        f.held = problem.held(j)
-        if f.held is not None and len(f.held) == x.numel():
-            continue  # every element held: nothing moves, nothing to compare (the record says so)
-        u = element_direction(x, draws[pos], f.held is not None)
+    for pos, j, x, f, u in _directions(problem, gen, found):
+        if u is None:
+            continue
         try:
             got = tangents(j, u)
         except EvaluationError as exc:  # no forward-mode formula: a finding, not an error of the whole check
@@ -1530,6 +1524,25 @@ def element_direction(x: torch.Tensor, draw: torch.Tensor, held: bool) -> torch.
     return draw.div_(max(float(torch.linalg.vector_norm(draw)), 1e-300)).mul_(_sizes(x))
 
 
+def _directions(problem: Problem, gen: torch.Generator, found: dict[int, Findings]
+                ) -> list[tuple[int, int, torch.Tensor, Findings, torch.Tensor | None]]:
+    """Per checked input j (at position pos), drawn from *gen* for every input first: (pos, j, x, its Findings, put
+    in *found* with its held elements, and its direction u (:func:`element_direction`), None where every element is
+    held: nothing moves, nothing is compared, and the record says so)."""
+    import torch
+
+    draws = [torch.empty(problem.inputs[j].shape, dtype=torch.float64).uniform_(-1.0, 1.0, generator=gen)
+             for j in problem.diff]
+    made = []
+    for pos, j in enumerate(problem.diff):
+        x = problem.inputs[j].detach()
+        f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
+        f.held = problem.held(j)
+        every = f.held is not None and len(f.held) == x.numel()
+        made.append((pos, j, x, f, None if every else element_direction(x, draws[pos], f.held is not None)))
+    return made
+
+
 def second_order(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info, *,
                  vs: list[torch.Tensor]) -> dict[int, Findings]:
     """Double backward (``order=2``): G(x) = sum_i (vᵀJ(x))_i . w_i over the checked inputs, with *vs* the backward's
@@ -1575,17 +1588,11 @@ def second_order(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, inf
     # a first derivative with no graph back to the inputs claims a second derivative of zero
     second = (grad(sum(t.sum() for t in present), [xs[i] for i in problem.diff], allow_unused=True) if present
               else tuple(None for _ in problem.diff))
-    draws = [torch.empty(problem.inputs[j].shape, dtype=torch.float64).uniform_(-1.0, 1.0, generator=gen)
-             for j in problem.diff]
     found: dict[int, Findings] = {}
     evals = [0]
-    for pos, j in enumerate(problem.diff):
-        x = problem.inputs[j].detach()
-        f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
-        f.held = problem.held(j)
-        if f.held is not None and len(f.held) == x.numel():
-            continue  # every element held: nothing moves, nothing to compare (the record says so)
-        u = element_direction(x, draws[pos], f.held is not None)
+    for pos, j, x, f, u in _directions(problem, gen, found):
+        if u is None:
+            continue
         d2 = second[pos]
         gu = None if d2 is None else d2.detach().to(torch.float64).nan_to_num(nan=0.0) * u
         d2k, seen = _without_held(None if d2 is None else d2.detach().to(torch.float64), x)
