@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from . import evaluate as E
 from . import judge as J
-from .errors import EvaluationError, GradientMismatch, InputMutated, NotDeterministic, SpecError
+from .errors import EvaluationError, GradientMismatch, InputMutated, NotDeterministic, OutputsChanged, SpecError
 from .evaluate import TINY, Info, Problem, grad
 from .findings import Findings
 from .guard import CheckTimeout, time_limit
@@ -93,7 +93,7 @@ class CheckResult(J.RecordsVerdict):
 
 def _validate(fn: Any, mode: Any, order: Any, seed: Any, tolerance: Any, nondet_tol: Any, forward_ad: Any,
               name: Any, timeout: Any = None) -> None:
-    from .spec import check_timeout
+    from .spec import check_seed, check_timeout
 
     check_timeout(timeout)
     if not callable(fn):
@@ -103,8 +103,7 @@ def _validate(fn: Any, mode: Any, order: Any, seed: Any, tolerance: Any, nondet_
         raise SpecError(f"mode must be 'auto', 'full' or 'directional'; got {mode!r}.", field="mode")
     if isinstance(order, bool) or order not in (1, 2):
         raise SpecError(f"order must be 1 or 2; got {order!r}.", field="order")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise SpecError(f"seed must be a non-negative integer; got {seed!r}.", field="seed")
+    check_seed(seed)
     for arg, value in (("tolerance", tolerance), ("nondet_tol", nondet_tol)):
         if value is not None and not isinstance(value, Tolerance):
             raise SpecError(f"{arg} must be a ga.Tolerance(atol, rtol, why=...) or None; got {value!r}. "
@@ -132,22 +131,10 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
     complex output likewise, which is Wirtinger calculus as gradcheck does it: a backward missing a
     conj() fails."""
     import torch
-    from torch.utils._pytree import keystr, tree_flatten_with_path, tree_unflatten
+    from torch.utils._pytree import tree_unflatten
 
-    args = _as_list(inputs)
-    if not args:
-        raise SpecError("inputs must be a tensor or a tuple of arguments holding at least one tensor with "
-                        "requires_grad=True, e.g. (x,) or (x, 0).", field="inputs")
-    if all(torch.is_tensor(a) or isinstance(a, _PLAIN) for a in args):
-        flat, xs = False, list(args)  # the arguments are the leaves (pytree's walk costs more than the rest)
-    else:  # containers (also a deque, or a node the user registered with pytree): the function gets them rebuilt
-        paths, spec = tree_flatten_with_path(args)
-        xs, flat = [leaf for _, leaf in paths], True
+    xs, labels, spec = _arguments(fn, inputs, kwargs, names)
     for x in xs:
-        if torch.is_tensor(x) and x.layout != torch.strided:
-            raise SpecError(f"a {x.layout} input is not supported: gradaudit perturbs dense tensors element by "
-                            "element. Pass x.to_dense() and, if the function needs it, convert back inside.",
-                            field="inputs")
         if torch.is_tensor(x) and x.is_meta:
             raise SpecError("an input is on the meta device, which holds shapes but no values: finite differences "
                             "need values. Create it on a real device (torch.randn(..., device='cpu') or 'cuda'); "
@@ -158,31 +145,28 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
                         "the inputs to check with requires_grad=True (other arguments pass through unchanged).",
                         field="inputs")
     for i in diff:
+        if xs[i].layout != torch.strided:  # (a sparse argument that is not checked passes through, as gradcheck's)
+            raise SpecError(f"input '{labels[i]}' is a {xs[i].layout} tensor that requires grad: gradaudit perturbs "
+                            "dense tensors element by element. Pass x.to_dense() and, if the function needs it, "
+                            "convert back inside.", field="inputs")
         if not (xs[i].is_floating_point() or xs[i].is_complex()):
             raise SpecError(f"input {i} has dtype {xs[i].dtype}; gradients exist only for floating-point and "
                             "complex tensors.", field="inputs")
-    if names is not None:
-        if isinstance(names, str) or len(names) != len(xs) or not all(isinstance(n, str) for n in names):
-            raise SpecError(f"names must be {len(xs)} strings, one per input{' (after flattening)' if flat else ''}; "
-                            f"got {names!r}.", field="names")
-        labels = list(names)
-    else:
-        top = _arg_names(fn, len(args))
-        labels = ([top[path[0].idx] + keystr(path[1:]) for path, _ in paths]  # type: ignore[attr-defined]
-                  if flat else top)
     complex_in = [i for i in diff if xs[i].is_complex()]
     call: Callable[..., Any] = fn
-    if flat or complex_in or kwargs:
-        fixed = dict(kwargs or {})
+    if spec is not None or complex_in:
 
         def call(*leaves: Any) -> Any:
             values = [torch.view_as_complex(v) if i in complex_in else v for i, v in enumerate(leaves)]
-            rebuilt = tree_unflatten(values, spec) if flat else values
-            return fn(*rebuilt, **fixed)
+            if spec is None:
+                return fn(*values)
+            positional, named = tree_unflatten(values, spec)
+            return fn(*positional, **named)
 
     # copies: the function may write to its inputs, and the caller's tensors must stay as they were
-    # (on the CPU, where all evidence is worked out: each call moves them to the caller's device and back)
-    promoted, devices = E.on_cpu([_evidence_copy(x) for x in xs])
+    # (on the CPU, where all evidence is worked out: each call moves them to the caller's device and back); a
+    # checked complex input as its real view, a complex tensor passed through as it is
+    promoted, devices = E.on_cpu([_evidence_copy(x, real=i in complex_in) for i, x in enumerate(xs)])
     problem = Problem(call, promoted, labels, diff, rng_seed=seed, devices=devices,
                       rng_devices=tuple(sorted({x.device.index or 0 for x in xs if torch.is_tensor(x) and x.is_cuda})))
     if complex_in:
@@ -192,10 +176,11 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
     try:
         _first_calls(problem)
     except EvaluationError as exc:  # the function refuses float64: check in the inputs' own precision, and say so
-        if all(p.dtype == x.dtype for p, x in zip(promoted, xs)) or isinstance(
-                exc.original, (InputMutated, NotDeterministic)):
+        if all(not torch.is_tensor(x) or p.dtype == x.dtype for p, x in zip(promoted, xs)) or isinstance(
+                exc.original, (InputMutated, NotDeterministic, OutputsChanged)):
             raise
-        problem.inputs = E.on_cpu([_evidence_copy(x, float64=False) for x in xs])[0]
+        problem.inputs = E.on_cpu([_evidence_copy(x, float64=False, real=i in complex_in)
+                                   for i, x in enumerate(xs)])[0]
         problem.random = None
         _first_calls(problem)
         problem.notes.append(f"the function failed in float64 ({type(exc.original).__name__}: {exc.original}); "
@@ -218,9 +203,45 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
 _PLAIN = (int, float, bool, complex, str, bytes, type(None))  # arguments that are never pytree containers
 
 
-def _evidence_copy(x: Any, *, float64: bool = True) -> Any:
-    """A private copy of one input: float64 (complex128) for evidence, a complex input as its real view;
-    non-tensors as they are."""
+def _arguments(fn: Callable[..., Any], inputs: Sequence[Any] | Any, kwargs: Mapping[str, Any] | None,
+               names: Sequence[str] | None, *, strict: bool = True) -> tuple[list[Any], list[str], Any]:
+    """The arguments' leaves (nested tuples, lists and dicts flattened, the keyword arguments' after the positional
+    ones), their labels (*names*; else a positional argument by its parameter's name, a keyword argument by its key,
+    then the path inside), and the pytree spec that rebuilds (positional, keyword) from them (None where the
+    positional arguments are the leaves). Not *strict*: labels input0, input1, ... where *names* do not fit."""
+    import torch
+    from torch.utils._pytree import keystr, tree_flatten_with_path
+
+    args = _as_list(inputs)
+    if not args:
+        raise SpecError("inputs must be a tensor or a tuple of arguments holding at least one tensor with "
+                        "requires_grad=True, e.g. (x,) or (x, 0).", field="inputs")
+    keywords = dict(kwargs or {})
+    spec = None
+    if not keywords and all(torch.is_tensor(a) or isinstance(a, _PLAIN) for a in args):
+        xs = list(args)  # the arguments are the leaves (pytree's walk costs more than the rest)
+    else:  # containers (also a deque, or a node the user registered with pytree), and the keyword arguments, whose
+        # tensors are copied and checked as the positional ones are: the function gets them rebuilt. A torch.Size is
+        # one argument (pytree would rebuild it as a plain tuple)
+        paths, spec = tree_flatten_with_path((args, keywords), is_leaf=lambda a: isinstance(a, torch.Size))
+        xs = [leaf for _, leaf in paths]
+    if names is not None:
+        if isinstance(names, str) or len(names) != len(xs) or not all(isinstance(n, str) for n in names):
+            if strict:
+                raise SpecError(f"names must be {len(xs)} strings, one per input"
+                                f"{' (after flattening)' if spec is not None else ''}; got {names!r}.", field="names")
+            return xs, [f"input{i}" for i in range(len(xs))], spec
+        return xs, list(names), spec
+    top = _arg_names(fn, len(args))
+    if spec is None:
+        return xs, top, spec
+    return xs, [(top[path[1].idx] if path[0].idx == 0 else path[1].key)  # type: ignore[attr-defined]
+                + keystr(path[2:]) for path, _ in paths], spec
+
+
+def _evidence_copy(x: Any, *, float64: bool = True, real: bool = False) -> Any:
+    """A private copy of one input: float64 (complex128) for evidence, a complex input as its real view where
+    *real* (a checked one); non-tensors as they are."""
     import torch
 
     if not torch.is_tensor(x):
@@ -234,7 +255,7 @@ def _evidence_copy(x: Any, *, float64: bool = True) -> Any:
         t = t.to(torch.complex128, copy=True)
     else:
         t = t.clone()
-    return torch.view_as_real(t).clone() if t.is_complex() else t
+    return torch.view_as_real(t).clone() if real and t.is_complex() else t
 
 
 def _first_calls(problem: Problem) -> None:
@@ -245,7 +266,8 @@ def _first_calls(problem: Problem) -> None:
 
     pristine = [x.clone() if torch.is_tensor(x) else None for x in problem.inputs]
     leaves = problem.leaves()
-    problem.keep = problem.point = None
+    problem.keep = problem.point = problem.returned = None
+    problem.outputs = []  # (what every later call is held to, set from this one)
     problem.watch_moved = True
     try:
         with E.GradMode(True):  # with its graph: the first backward (metadata, vᵀJ) reuses it
@@ -253,6 +275,7 @@ def _first_calls(problem: Problem) -> None:
     finally:
         problem.watch_moved = False
     problem.keep, left_out = _kept_outputs(outs)
+    problem.returned = len(outs)
     if not problem.keep:
         _outputs(outs)  # says what the function returned instead of floating-point tensors
     outs = problem.select(outs)
@@ -305,8 +328,10 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Equal values, NaN equal to NaN."""
     import torch
 
-    if a.shape != b.shape or a.dtype != b.dtype:
+    if a.shape != b.shape or a.dtype != b.dtype or a.layout != b.layout:
         return False
+    if a.layout != torch.strided:  # a sparse argument passed through: its values
+        a, b = a.to_dense(), b.to_dense()
     return bool(torch.equal(a, b) or (a.is_floating_point() and torch.allclose(a, b, rtol=0, atol=0, equal_nan=True)))
 
 
@@ -333,8 +358,17 @@ def _outputs(outs: list[Any]) -> list[torch.Tensor]:
 
     if not outs or not all(torch.is_tensor(o) and o.is_floating_point() for o in outs):
         got = ", ".join(type(o).__name__ if not torch.is_tensor(o) else f"a {o.dtype} tensor" for o in outs)
-        raise SpecError(f"the function must return a floating-point tensor or a tuple of them; it returned "
-                        f"{got or 'nothing'}. Return the tensor itself (not .item(), a list or a dict).", field="fn")
+        raise SpecError(f"the function returned {got or 'nothing'} where floating-point tensors are needed (a "
+                        "tensor, or a tuple, list or dict of them). Return the tensors themselves, not Python numbers "
+                        "(.item()) or None.", field="fn")
+    for k, o in enumerate(outs):
+        if o.is_meta:
+            raise SpecError(f"output {k} of the function is on the meta device, which holds shapes but no values: "
+                            "finite differences compare values. Compute it on a real device.", field="fn")
+        if o.layout != torch.strided:
+            raise SpecError(f"output {k} of the function is a {o.layout} tensor: gradaudit compares dense outputs "
+                            "element by element. Return out.to_dense() (the check then covers every element).",
+                            field="fn")
     return [o.detach() for o in outs]
 
 
@@ -367,7 +401,10 @@ def _parameters(fn: Callable[..., Any]) -> list[str]:
     owner = getattr(fn, "__self__", None)
     target, skip = fn, 0
     if isinstance(owner, type) and issubclass(owner, torch.autograd.Function) and fn.__name__ == "apply":
-        target, skip = owner.forward, 1  # MyFunction.apply(x, w): the names of forward(ctx, x, w)
+        # MyFunction.apply(x, w): the names of forward(ctx, x, w), or of forward(x, w) where setup_context is
+        # defined (a forward without ctx: dropping its first name blamed a wrong gradient of x on w)
+        target = owner.forward
+        skip = 0 if owner.setup_context is not torch.autograd.Function.setup_context else 1
     if type(target) is types.FunctionType and not hasattr(target, "__wrapped__") and not hasattr(
             target, "__signature__"):  # a plain function: its code names them (what inspect reads, cheaper)
         code = target.__code__
@@ -391,11 +428,16 @@ def _documented_parameters(fn: Callable[..., Any]) -> list[str]:
     if not isinstance(doc, str) or not isinstance(name, str) or hasattr(fn, "__objclass__"):
         return []  # an unbound method (torch.Tensor.sum): its docstring leaves out self
     first = doc.strip().split("\n", 1)[0]
-    found = re.match(rf"{re.escape(name)}\((.*)\)", first)
+    found = re.match(r"([\w.]+)\((.*)\)", first)
+    # its own name, or the name it is documented under in its namespace: torch.fft.fft (fft_fft) shows "fft(input,
+    # ...)", torch.linalg.vector_norm (linalg_vector_norm) "linalg.vector_norm(x, ...)"
     if found is None:
         return []
+    shown = found.group(1).replace(".", "_")
+    if not (shown == name or name.endswith("_" + shown)):
+        return []
     params, depth, part = [], 0, ""
-    for ch in found.group(1) + ",":
+    for ch in found.group(2) + ",":
         depth += (ch in "([{") - (ch in ")]}")  # a comma inside Tuple[int, int] does not split
         if ch == "," and depth == 0:
             item = part.split("=", 1)[0].split(":", 1)[0].strip()
@@ -432,6 +474,10 @@ def check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, mode: Mode = "
     (``ga.Tolerance(atol, rtol, why=...)``; default: rtol 1e-10 plus the evidence's own error
     bound), so the verdict does not depend on the mode. Randomness comes only from *seed*.
     An exception from *fn* or its backward gives the ``error`` verdict with the traceback kept.
+
+    *inputs* are fn's positional arguments and *kwargs* its keyword arguments, nested containers of
+    tensors allowed: every tensor in either that requires grad is checked (named by its parameter or
+    key), everything else reaches *fn* unchanged; *fn* always runs on private copies.
     """
     _refuse_unknown(unknown, "ga.check")
     _validate(fn, mode, order, seed, tolerance, nondet_tol, forward_ad, name, timeout)
@@ -439,7 +485,10 @@ def check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, mode: Mode = "
         raise SpecError(f"kwargs must be a dict of keyword arguments for fn, e.g. {{'dim': 1}}; got {kwargs!r}.",
                         field="kwargs")
     who = describe(fn)
-    repro = rerun("ga.check", who, _as_list(inputs), _options(mode, seed, forward_ad, order))
+    repro = rerun("ga.check", who, _as_list(inputs),
+                  {**_options(mode, seed, forward_ad, order), "tolerance": tolerance, "nondet_tol": nondet_tol,
+                   "expected": expected, "names": names, "name": name,
+                   "timeout": timeout, "kwargs": None if not kwargs else dict(kwargs)})
     return _check(fn, inputs, who=who, repro=repro, mode=mode, tolerance=tolerance, forward_ad=forward_ad,
                   order=order, seed=seed, names=names, expected=expected, nondet_tol=nondet_tol, name=name,
                   timeout=timeout, kwargs=kwargs)
@@ -506,7 +555,7 @@ def _check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Describe
                             label=label, start=start, kwargs=kwargs)
     except CheckTimeout as exc:
         timed_out = EvaluationError("timeout", exc)
-        return _errored(label, who, mode, repro, _as_list(inputs), names, timed_out, start)
+        return _errored(label, who, mode, repro, *_labelled(fn, inputs, kwargs, names), timed_out, start)
 
 
 def _checked(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Described, repro: str, mode: str,
@@ -514,11 +563,11 @@ def _checked(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Descri
              expected: Sequence[Any] | None, nondet_tol: Tolerance | None, label: str, start: float,
              kwargs: Mapping[str, Any] | None = None) -> CheckResult:
     if expected is not None:
-        _precheck_expected(inputs, expected)
+        expected = _precheck_expected(fn, inputs, kwargs, expected)
     try:
         problem = _problem(fn, inputs, names, seed, kwargs)
     except EvaluationError as exc:
-        return _errored(label, who, mode, repro, _as_list(inputs), names, exc, start)
+        return _errored(label, who, mode, repro, *_labelled(fn, inputs, kwargs, names), exc, start)
     if expected is not None:
         _check_expected(problem)
     dtype = str(problem.inputs[problem.diff[0]].dtype).removeprefix("torch.")
@@ -1031,27 +1080,39 @@ def _jvp(problem: Problem, j: int, u: torch.Tensor) -> list[torch.Tensor]:
     return tangents
 
 
-def _precheck_expected(inputs: Sequence[Any] | Any, expected: Sequence[Any]) -> None:
-    """expected= against the inputs, before any evaluation: one finite value per input that requires grad."""
+def _precheck_expected(fn: Callable[..., Any], inputs: Sequence[Any] | Any, kwargs: Mapping[str, Any] | None,
+                       expected: Sequence[Any]) -> list[torch.Tensor]:
+    """expected= against the inputs, before any evaluation: one finite value per input that requires grad (the leaves,
+    in the order the check takes them), returned as float64 tensors; a complex input's as its real and imaginary
+    parts (torch.view_as_real of the gradient torch stores in z.grad), as the check compares its gradient."""
     import torch
 
     if isinstance(expected, (str, bytes)) or not isinstance(expected, Sequence):
         raise SpecError(f"expected= takes one value (or tensor) per input that requires grad; got "
                         f"{type(expected).__name__}.", field="expected")
-    xs = [x for x in _as_list(inputs) if torch.is_tensor(x) and x.requires_grad]
+    xs = [x for x in _arguments(fn, inputs, kwargs, None, strict=False)[0] if torch.is_tensor(x) and x.requires_grad]
     if len(expected) != len(xs):
         raise SpecError(f"expected= has {len(expected)} values for {len(xs)} inputs that require grad.",
                         field="expected")
+    wanted = []
     for pos, x in enumerate(xs):
         try:
-            want = torch.as_tensor(expected[pos], dtype=torch.float64)
-            want.expand(x.shape)
+            if x.is_complex():
+                want = torch.view_as_real(torch.as_tensor(expected[pos], dtype=torch.complex128).resolve_conj())
+                want = want.expand(*x.shape, 2)
+            elif torch.as_tensor(expected[pos]).is_complex():
+                raise ValueError("a complex value for a real input (its gradient is real)")
+            else:
+                want = torch.as_tensor(expected[pos], dtype=torch.float64).expand(x.shape)
         except (TypeError, ValueError, RuntimeError, OverflowError) as exc:
             raise SpecError(f"expected[{pos}] cannot be compared with the gradient of input {pos} (shape "
-                            f"{tuple(x.shape)}): {exc}.", field="expected") from None
+                            f"{tuple(x.shape)}{', complex' if x.is_complex() else ''}): {exc}.",
+                            field="expected") from None
         if not bool(torch.isfinite(want).all()):
             raise SpecError(f"expected[{pos}] holds NaN or infinity: a gradient expectation must be finite.",
                             field="expected")
+        wanted.append(want)
+    return wanted
 
 
 def _check_expected(problem: Problem) -> None:
@@ -1182,6 +1243,17 @@ def _method_record(problem: Problem, j: int, f: Findings, method: str, derivatio
         discrepancy=f.discrepancy(KEEP), rerun=repro)
 
 
+def _labelled(fn: Callable[..., Any], inputs: Sequence[Any] | Any, kwargs: Mapping[str, Any] | None,
+              names: Sequence[str] | None) -> tuple[list[Any], list[str] | None]:
+    """The arguments' leaves and labels as the check names them (:func:`_arguments`), for an error verdict before
+    the problem was built (the leaves themselves, and no labels, where even that fails)."""
+    try:
+        xs, labels, _ = _arguments(fn, inputs, kwargs, names, strict=False)
+    except Exception:  # (an error verdict is being written: never a second error)
+        return _as_list(inputs), None
+    return xs, labels
+
+
 def _errored(label: str, who: Described, mode: str, repro: str, inputs: Sequence[Any], names: Sequence[str] | None,
              exc: EvaluationError, start: float) -> CheckResult:
     """The error verdict: the user's exception kept whole (type, message, traceback), one record per input."""
@@ -1221,6 +1293,7 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
     passed unchanged. Mismatches name the parameter and element, e.g. ``l1.weight[2, 1]``.
     """
     import torch
+    from torch.utils._pytree import tree_map_only
 
     if not isinstance(model, torch.nn.Module):
         raise SpecError(f"check_module takes an nn.Module; got {type(model).__name__}. For a plain function use "
@@ -1239,11 +1312,17 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
 
     buffers = dict(model.named_buffers())
 
+    def private(t: torch.Tensor) -> torch.Tensor:
+        return t.detach().clone().requires_grad_(t.requires_grad)
+
     def fn(*values: torch.Tensor) -> Any:
         # fresh copies of the buffers at every evaluation: batch norm in train() mode updates its running
-        # statistics in place, and neither the model nor the next evaluation may see that
+        # statistics in place, and neither the model nor the next evaluation may see that; of the inputs and
+        # keyword tensors too (a first ReLU(inplace=True) writes to its input: the caller's tensor doubled at
+        # every evaluation, and the check saw a different input each time)
         state = {**{n: b.clone() for n, b in buffers.items()}, **dict(zip(names, values))}
-        out = torch.func.functional_call(model, state, args, forward_kwargs)
+        positional, named = tree_map_only(torch.Tensor, private, (args, forward_kwargs))
+        out = torch.func.functional_call(model, state, positional, named)
         return loss_fn(out) if loss_fn is not None else out
 
     tensors = tuple(p.detach().clone().requires_grad_(True) for p in params.values())

@@ -58,6 +58,10 @@ class InputMutated(RuntimeError):
     """The user's function wrote to one of its inputs."""
 
 
+class OutputsChanged(RuntimeError):
+    """The user's function returned outputs of another number or shape than at its first call."""
+
+
 class GradientMismatch(AssertionError):
     """Raised by assert-style helpers; carries the records and the readable report."""
 

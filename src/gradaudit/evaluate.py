@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import EvaluationError
+from .errors import EvaluationError, OutputsChanged
 from .guard import expired, fixed_rng
 from .numeric import RIDDERS_BASE, RIDDERS_COLUMNS, ridders_tensor
 from .tolerances import KINK_REL, ROUNDING_ULPS, SLOPE_CAP, SLOPE_FINER, STRUCTURE_ULPS
@@ -74,6 +74,7 @@ class Problem:
     rng_seed: int = 0
     rng_devices: tuple[int, ...] = ()  # CUDA devices whose generators are fixed too
     keep: list[int] | None = None  # the (flattened) outputs that are checked; None: all of them
+    returned: int | None = None  # how many (flattened) outputs the first call returned: every call must return as many
     point: tuple[list[Any], list[torch.Tensor]] | None = None  # leaves and outputs of the first forward (its graph)
     needs_grad: bool = False  # differentiates inside (fails with gradients off): evaluated with them on
     meta: Any = None  # the records' description of the inputs (made once by the caller)
@@ -139,11 +140,25 @@ class Problem:
             raise EvaluationError("the function", exc) from exc
         import torch
 
-        if self.keep == [0] and torch.is_tensor(out) and not out.is_complex():  # one real tensor: as it is
-            outs = [out] if self.devices is None else [_to_cpu(out)]
+        if self.keep == [0] and self.returned == 1 and torch.is_tensor(out) and not out.is_complex():
+            outs = [out] if self.devices is None else [_to_cpu(out)]  # one real tensor: as it is
         else:
-            outs = self.select(_flat_outputs(out))
+            flat = _flat_outputs(out)
+            if self.returned is not None and len(flat) != self.returned:
+                raise EvaluationError("the function", OutputsChanged(
+                    f"the function returned {self.returned} output(s) at its first call and {len(flat)} at another "
+                    "point (flattened). A gradient check compares outputs at nearby points, so their number and "
+                    "shapes must not depend on the input values (a data-dependent branch, nonzero() or a boolean "
+                    "mask); return the same structure everywhere, e.g. pad or mask instead of dropping"))
+            outs = self.select(flat)
             outs = outs if self.devices is None else [_to_cpu(o) for o in outs]
+        if self.outputs and any(torch.is_tensor(o) and o.shape != e.shape for o, e in zip(outs, self.outputs)):
+            k = next(k for k, (o, e) in enumerate(zip(outs, self.outputs)) if o.shape != e.shape)
+            raise EvaluationError("the function", OutputsChanged(
+                f"the function's output {k} has shape {tuple(self.outputs[k].shape)} at its first call and "
+                f"{tuple(outs[k].shape)} at another point. A gradient check compares outputs at nearby points, so "
+                "their shapes must not depend on the input values (a data-dependent slice, nonzero() or a boolean "
+                "mask); return the same shape everywhere, e.g. pad or mask instead of dropping elements"))
         if self.dead is not None:  # output elements not finite at the point: 0 in every evaluation (an output
             # whose size changed is left as it is, for the check that says so)
             outs = [o if d is None or not torch.is_tensor(o) or o.numel() != d.numel()

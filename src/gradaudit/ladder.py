@@ -78,6 +78,7 @@ from .record import (
     decode_float,
     encode_float,
 )
+from .spec import check_seed
 from .tolerances import (
     EPS,
     LADDER_FLOOR_ULPS,
@@ -361,8 +362,7 @@ def _validate(candidate: Any, reference: Any, inputs: Any, dtypes: Any, ratio: A
             raise SpecError(f"inputs[{i}] has dtype {xs[i].dtype}; gradients are judged for real floating-point "
                             "tensors only.", field="inputs")
     rungs = _rungs(dtypes)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise SpecError(f"seed must be a non-negative integer; got {seed!r}.", field="seed")
+    check_seed(seed)
     rule = _rule(ratio, tolerance)
     if name is not None and not isinstance(name, str):
         raise SpecError(f"name must be a string; got {type(name).__name__}.", field="name")

@@ -178,20 +178,62 @@ def tensor_literal(t: torch.Tensor) -> str | None:
     return text + (", requires_grad=True)" if t.requires_grad else ")")
 
 
-def rerun(call: str, fn: Described, inputs: Sequence[Any], options: dict[str, Any]) -> str:
-    """``ga.check(torch.sin, (torch.tensor([0.5], ...),), mode='full', seed=0)``: pasteable where the
-    function and inputs allow it; otherwise it names what to paste in their place."""
+def literal(value: Any, depth: int = 0) -> str | None:
+    """A pasteable expression for an argument: a small tensor (:func:`tensor_literal`), a tuple, list or dict of
+    such (as written), torch.Size, a ga.Tolerance, or a plain value whose repr reads back (None, numbers, strings);
+    None where any part cannot be written."""
     import torch
 
-    literals = [tensor_literal(x) if torch.is_tensor(x) else repr(x) for x in inputs]
+    from .tolerances import Tolerance
+
+    if depth > 16:
+        return None
+    if torch.is_tensor(value):
+        return tensor_literal(value)
+    if isinstance(value, torch.Size):
+        return f"torch.Size({list(value)!r})"
+    if isinstance(value, Tolerance):
+        return "ga." + repr(value)
+    if value is None or isinstance(value, (bool, int, str, bytes)):
+        return repr(value)
+    if isinstance(value, (float, complex)):
+        text = repr(value)
+        return text if "nan" not in text and "inf" not in text else None  # (nan and inf are not names)
+    if type(value) in (tuple, list):
+        parts = [literal(v, depth + 1) for v in value]
+        if any(p is None for p in parts):
+            return None
+        body = ", ".join(p for p in parts if p is not None)
+        return f"[{body}]" if type(value) is list else f"({body}{',' if len(parts) == 1 else ''})"
+    if type(value) is dict:
+        items = [(literal(k, depth + 1), literal(v, depth + 1)) for k, v in value.items()]
+        if any(k is None or v is None for k, v in items):
+            return None
+        return "{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
+    return None
+
+
+def rerun(call: str, fn: Described, inputs: Sequence[Any], options: dict[str, Any]) -> str:
+    """``ga.check(torch.sin, (torch.tensor([0.5], ...),), mode='full', seed=0)``: pasteable where the
+    function, inputs and options allow it; otherwise it names what to paste in their place."""
+    literals = [literal(x) for x in inputs]
     written = [lit for lit in literals if lit is not None]
     shown_inputs = ("(" + ", ".join(written) + ("," if len(written) == 1 else "") + ")"
                     if len(written) == len(literals) else "inputs")
-    args = ", ".join(f"{k}={v!r}" for k, v in options.items() if v is not None)
-    text = f"{call}({fn.paste or 'fn'}, {shown_inputs}" + (f", {args}" if args else "") + ")"
+    args, unwritten = [], []
+    for key, value in options.items():
+        if value is None:
+            continue
+        text = literal(value)
+        if text is None:
+            unwritten.append(key)
+            text = key
+        args.append(f"{key}={text}")
+    text = f"{call}({fn.paste or 'fn'}, {shown_inputs}" + (f", {', '.join(args)}" if args else "") + ")"
     notes = []
     if fn.paste is None:
         notes.append(f"fn: {fn.name}")
     if shown_inputs == "inputs":
         notes.append("inputs: the tensors checked")
+    notes += [f"{key}: as given" for key in unwritten]
     return text + (f"  # {'; '.join(notes)}" if notes else "")

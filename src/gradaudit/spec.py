@@ -239,6 +239,17 @@ def check_timeout(timeout: Any, field: str = "timeout") -> None:
                         f"{timeout!r}.", field=field)
 
 
+#: seeds stay below this: a check draws several streams from seed * 16 + stream, within torch's 64-bit seeds
+SEED_LIMIT = 2 ** 59
+
+
+def check_seed(seed: Any) -> None:
+    """A seed is a non-negative int below SEED_LIMIT (a bool is not one)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEED_LIMIT:
+        raise SpecError(f"seed must be a non-negative integer below 2**59 (a check draws several independent random "
+                        f"streams from it, within torch's 64-bit seeds); got {seed!r}.", field="seed")
+
+
 def source_of(fn: Any) -> str:
     """The text of an expression or the source of a callable (read once per function)."""
     if isinstance(fn, _expr.Expr):

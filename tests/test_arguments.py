@@ -1,0 +1,269 @@
+"""Arguments and outputs as a user passes them (issue #11, item 2), from a hostile-input audit of ga.check: each test
+failed before the twenty-second session's change, as its comment says."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import gradaudit as ga
+
+
+def _x(values=(0.5, -1.0, 2.0)) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.float64, requires_grad=True)
+
+
+class _ScaledMul(torch.autograd.Function):
+    """x * w with a backward 1% off for w (forward with ctx: the old style)."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x * w
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g * w, g * x * 1.01
+
+
+def test_a_raising_function_with_a_non_tensor_argument_gets_the_error_verdict():
+    # before: gradaudit itself raised AttributeError ('int' object has no attribute 'dtype') when the function
+    # raised and any argument was not a tensor; the README's own example with a bad dim hit it
+    def f(x, dim):
+        raise ValueError("user bug inside f")
+
+    res = ga.check(f, (_x(), 0))
+    assert res.verdict == "error"
+    assert [r.input for r in res.records] == ["x"]
+    assert res.records[0].error.type == "ValueError"
+    bad_dim = ga.check(torch.cumsum, (_x(), 5))  # dim 5 of a 1-d tensor
+    assert bad_dim.verdict == "error" and bad_dim.records[0].error.type == "IndexError"
+
+
+def test_an_error_record_names_the_input_by_its_parameter():
+    # before: every error record was labelled input0 where the pass/fail records said 'x'
+    def mutates(x):
+        x.data.add_(1.0)
+        return x.sin()
+
+    res = ga.check(mutates, (_x(),))
+    assert res.verdict == "error" and [r.input for r in res.records] == ["x"]
+
+
+@pytest.mark.parametrize("fn, expected", [(torch.fft.fft, "input"), (torch.special.expit, "input"),
+                                          (torch.linalg.vector_norm, "x")])
+def test_namespaced_torch_functions_are_named_by_their_documented_parameters(fn, expected):
+    # torch.fft.fft's __name__ is fft_fft while its docstring shows fft(input, ...): before, input0
+    assert [r.input for r in ga.check(fn, (_x(),)).records] == [expected]
+
+
+def test_a_complex_argument_that_is_not_checked_reaches_the_function_as_it_is():
+    # before: it arrived as its float64 real view, shape (2, 2), and the check passed on another function
+    seen = []
+    c = torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex128)
+
+    def f(x, c):
+        seen.append((c.dtype, tuple(c.shape)))
+        return x * c.abs()
+
+    x = _x((0.5, -1.0))
+    res = ga.check(f, (x, c))
+    assert res.ok and set(seen) == {(torch.complex128, (2,))}
+    assert res.records[0].discrepancy.total == 4  # a 2 x 2 Jacobian: one output of 2 elements, not 2 x 2
+
+
+def test_a_torch_size_argument_stays_a_torch_size():
+    # before: pytree rebuilt it as a plain tuple
+    seen = set()
+
+    def f(x, shape):
+        seen.add(type(shape))
+        return x.reshape(shape) / shape.numel()
+
+    res = ga.check(f, (torch.randn(2, 3, dtype=torch.float64, requires_grad=True), torch.Size([3, 2])))
+    assert res.ok and seen == {torch.Size}
+
+
+def test_a_sparse_argument_that_is_not_checked_passes_through_as_gradcheck_takes_it():
+    # before: refused with "gradaudit perturbs dense tensors element by element", though it is never perturbed
+    adj = torch.tensor([[0.0, 1.0], [2.0, 0.0]], dtype=torch.float64).to_sparse()
+    x = torch.tensor([[0.5, -1.0], [2.0, 0.25]], dtype=torch.float64, requires_grad=True)
+    with torch.sparse.check_sparse_tensor_invariants(enable=True):  # (gradcheck warns that they are off)
+        assert torch.autograd.gradcheck(torch.sparse.mm, (adj, x))
+    res = ga.check(torch.sparse.mm, (adj, x))
+    assert res.ok and [r.input for r in res.records] == ["input1"]  # (its docstring shows no signature)
+    with pytest.raises(ga.SpecError, match="requires grad"):
+        ga.check(torch.sparse.mm, (adj.clone().requires_grad_(), x))
+
+
+def test_keyword_tensors_are_copied_and_a_write_to_one_is_the_error_verdict():
+    # before: kwargs= tensors reached the function uncopied: the caller's w became [512, 1024, 1536] and it passed
+    w = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+
+    def f(x, *, w):
+        w.mul_(2.0)
+        return x * w
+
+    res = ga.check(f, (_x(),), kwargs={"w": w})
+    assert res.verdict == "error" and res.records[0].error.type == "InputMutated"
+    assert w.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_a_keyword_tensor_that_requires_grad_is_checked_and_named_by_its_key():
+    # before: left out silently: a backward 1% off for it passed, with no note
+    x, w = _x(), torch.tensor([1.5, 2.0, -0.7], dtype=torch.float64, requires_grad=True)
+    res = ga.check(lambda x, *, w: _ScaledMul.apply(x, w), (x,), kwargs={"w": w})
+    assert res.verdict == "fail"
+    assert {r.input: r.verdict for r in res.records} == {"x": "pass", "w": "fail"}
+    nested = ga.check(lambda x, *, opts, **rest: x * opts["w"], (x,), kwargs={"opts": {"w": w}, "unused": 3})
+    assert nested.ok and [r.input for r in nested.records] == ["x", "opts['w']"]
+
+
+def test_a_forward_without_ctx_names_the_inputs_of_forward():
+    # a Function with setup_context has forward(x, w): before, its first name was dropped as if it were ctx, and
+    # a backward wrong for x was reported as wrong for w
+    class Mul(torch.autograd.Function):
+        @staticmethod
+        def forward(x, w, scale=1.0):
+            return x * w * scale
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            x, w, scale = inputs
+            ctx.save_for_backward(x, w)
+            ctx.scale = scale
+
+        @staticmethod
+        def backward(ctx, g):
+            x, w = ctx.saved_tensors
+            return g * w * ctx.scale * 1.01, g * x * ctx.scale, None
+
+    res = ga.check(Mul.apply, (_x(), torch.tensor([1.5, 2.0, -0.7], dtype=torch.float64, requires_grad=True)))
+    assert {r.input: r.verdict for r in res.records} == {"x": "fail", "w": "pass"}
+    assert {c.location.input for c in res.mismatches} == {"x"}
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_outputs_whose_shape_or_number_changes_give_the_error_verdict(mode):
+    # before: bare RuntimeError (size mismatch) or IndexError from inside gradaudit
+    calls = [0]
+
+    def shorter_later(x):
+        calls[0] += 1
+        return x.sin() if calls[0] <= 2 else x[:2].sin()
+
+    def fewer_later(x):
+        calls[0] += 1
+        return (x.sin(), x.cos()) if calls[0] <= 2 else x.sin()
+
+    for fn, says in ((shorter_later, "has shape (3,) at its first call and (2,)"),
+                     (fewer_later, "returned 2 output(s) at its first call and 1")):
+        calls[0] = 0
+        res = ga.check(fn, (_x(),), mode=mode)
+        assert res.verdict == "error"
+        assert res.records[0].error.type == "OutputsChanged" and says in res.records[0].error.message
+
+
+def test_a_sparse_or_meta_output_is_refused_with_the_fix():
+    # before: torch's dispatcher error from inside the determinism check (torch.equal on a sparse tensor)
+    with pytest.raises(ga.SpecError, match=r"to_dense\(\)"):
+        ga.check(lambda x: (x * 2).to_sparse(), (_x(),))
+    with pytest.raises(ga.SpecError, match="meta device"):
+        ga.check(lambda x: torch.empty(3, device="meta", dtype=torch.float64), (_x(),))
+
+
+def test_the_refusal_of_a_number_output_says_containers_of_tensors_are_fine():
+    # before: "Return the tensor itself (not .item(), a list or a dict)", though lists and dicts of tensors are checked
+    assert ga.check(lambda x: {"a": x.sin(), "b": [x.cos()]}, (_x(),)).ok
+    with pytest.raises(ga.SpecError, match="a tuple, list or dict of them"):
+        ga.check(lambda x: {"a": float(x.detach().sum())}, (_x(),))
+
+
+def test_an_expectation_for_a_complex_input_is_compared_as_torch_stores_its_gradient():
+    # d/dz of sum |z|^2 as torch stores it in z.grad: 2z (the conjugate Wirtinger derivative times 2). Before, the
+    # expectation was cast to real (a warning from gradaudit's own code) and this right value FAILED
+    z = torch.tensor([1 + 2j, -0.5 + 0.3j], dtype=torch.complex128, requires_grad=True)
+
+    def f(z):
+        return (z * z.conj()).real.sum()
+
+    assert ga.check(f, (z,), expected=[2 * z.detach()]).ok
+    assert ga.check(f, (z,), expected=[2 * z.detach().conj()]).verdict == "fail"  # imaginary parts of the wrong sign
+    with pytest.raises(ga.SpecError, match="complex value for a real input"):
+        ga.check(lambda x: x.sum(), (_x(),), expected=[1 + 1j])
+
+
+def test_an_expectation_for_a_nested_input_counts_the_checked_leaves():
+    # before: "expected= has 1 values for 0 inputs that require grad" (top-level tensors only); [] gave IndexError
+    x = _x()
+
+    def f(d):
+        return (d["x"] ** 2).sum()
+
+    assert ga.check(f, ({"x": x},), expected=[2 * x.detach()]).ok
+    assert ga.check(f, ({"x": x},), expected=[3 * x.detach()]).verdict == "fail"
+    with pytest.raises(ga.SpecError, match="0 values for 1 inputs"):
+        ga.check(f, ({"x": x},), expected=[])
+
+
+def test_seeds_beyond_torchs_range_are_refused():
+    # before: 2**60 raised a bare ValueError (Overflow when unpacking long long); 2**64 was blamed on the function
+    assert ga.check(torch.sin, (_x(),), seed=2**59 - 1).ok
+    for seed in (2**59, 2**64):
+        with pytest.raises(ga.SpecError, match="below 2\\*\\*59"):
+            ga.check(torch.sin, (_x(),), seed=seed)
+
+
+def test_the_rerun_line_repeats_keyword_arguments_expectations_and_tolerances():
+    # before: kwargs=, expected= and tolerance= were dropped (pasting the line raised TypeError, or passed a check
+    # that had failed), and a dict input was written with repr() (tensor([0.1235, ...]), neither Python nor exact)
+    x = _x((0.123456789, -1.0, 2.0))
+
+    def power(x, *, p):
+        return x ** p
+
+    def square_sum(x):
+        return (x ** 2).sum()
+
+    def of_dict(d):
+        return d["x"].sin()
+
+    names = {"ga": ga, "torch": torch, "fn": None}
+    for fn, kwargs in ((power, {"kwargs": {"p": 3}}),
+                       (square_sum, {"expected": [3 * x.detach()]}),  # wrong: d/dx sum x^2 = 2x, so it fails
+                       (square_sum, {"tolerance": ga.Tolerance(atol=0.0, rtol=1e-6, why="a looser promise")}),
+                       (of_dict, {})):
+        res = ga.check(fn, ({"x": x},) if fn is of_dict else (x,), **kwargs)
+        line = res.rerun.split("  #")[0]
+        for key in kwargs:
+            assert f"{key}=" in line
+        again = eval(line, {**names, "fn": fn, fn.__name__: fn})  # (the line names fn where it can)
+        assert again.verdict == res.verdict
+        assert [r.inputs[0].shape for r in again.records] == [r.inputs[0].shape for r in res.records]
+    assert "0.123456789" in ga.check(of_dict, ({"x": x},)).rerun
+
+
+def test_check_module_gives_the_forward_private_copies_of_its_inputs_and_keyword_tensors():
+    # before: the model's forward got the caller's tensors: a first ReLU(inplace=True) zeroed the caller's negative
+    # inputs, and a forward writing to its input or a keyword tensor changed it at every evaluation (x * 2 per call:
+    # the caller's ones summed to 48 after the check instead of 12) and the check saw another input each time
+    torch.manual_seed(0)
+    relu_first = torch.nn.Sequential(torch.nn.ReLU(inplace=True), torch.nn.Linear(3, 2)).double()
+    x = torch.tensor([[-1.0, 0.5, 2.0], [0.25, -0.75, 1.5]], dtype=torch.float64)
+    before = x.clone()
+    assert ga.check_module(relu_first, (x,), lambda y: y.sum()).ok
+    assert torch.equal(x, before)
+
+    class Writes(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(3, 2).double()
+
+        def forward(self, x, mask):
+            x.mul_(2.0)
+            mask.add_(1.0)
+            return self.lin(x) * mask.sum()  # the same function at every evaluation only on fresh copies
+
+    ones, mask = torch.ones(4, 3, dtype=torch.float64), torch.zeros(2, dtype=torch.float64)
+    assert ga.check_module(Writes(), (ones,), lambda y: y.sum(), kwargs={"mask": mask}).ok
+    assert ones.sum().item() == 12.0 and mask.sum().item() == 0.0
