@@ -267,3 +267,107 @@ def test_check_module_gives_the_forward_private_copies_of_its_inputs_and_keyword
     ones, mask = torch.ones(4, 3, dtype=torch.float64), torch.zeros(2, dtype=torch.float64)
     assert ga.check_module(Writes(), (ones,), lambda y: y.sum(), kwargs={"mask": mask}).ok
     assert ones.sum().item() == 12.0 and mask.sum().item() == 0.0
+
+
+# -- forward_ad, order=2 and errors after the first calls (a second audit) ---------------------------------------------
+
+def _force(a):
+    """-dE/da for E = sum(a^3): -3 a^2, computed by autograd inside (a function that needs gradients on)."""
+    energy = (a ** 3).sum()
+    return -torch.autograd.grad(energy, a, create_graph=True)[0]
+
+
+def test_forward_ad_on_a_function_that_differentiates_inside_passes():
+    # before: the dual input was replaced by a fresh leaf and the outputs detached: the tangent read 0 and this
+    # right force FAILED its jvp record (J u = -6 a u, nowhere 0)
+    res = ga.check(_force, (_x((0.3, -1.2, 2.0)),), forward_ad=True)
+    assert res.ok and [(r.method, r.verdict) for r in res.records] == [("vjp", "pass"), ("jvp", "pass")]
+
+
+def test_forward_ad_inside_a_dual_level_is_refused_with_the_fix():
+    # before: torch's "Nested forward mode AD is not supported" from inside gradaudit
+    import torch.autograd.forward_ad as fwad
+
+    with fwad.dual_level(), pytest.raises(ga.SpecError, match="outside the dual_level"):
+        ga.check(torch.sin, (_x(),), forward_ad=True)
+
+
+def test_order_2_on_a_missing_gradient_fails_both_records_instead_of_an_error():
+    # before: the whole check became an error ("the backward raised ... does not require grad"). The backward gives
+    # None for d sin(a) = cos(a) da (fail), and the double backward claims 0 for sᵀJu, which the function's own
+    # derivative along u says is sᵀ cos(a) u, not 0 (fail)
+    res = ga.check(lambda a: a.detach().sin(), (_x(),), order=2)
+    assert res.verdict == "fail"
+    assert [(r.method, r.verdict) for r in res.records] == [("vjp", "fail"), ("double backward", "fail")]
+
+
+class _SinBackward(torch.autograd.Function):
+    """g cos x, Sin's backward, with a backward of its own: d/dg scaled by *scale* (1.5: 50% off), d/dx right."""
+
+    scale = 1.0
+
+    @staticmethod
+    def forward(ctx, g, x):
+        ctx.save_for_backward(g, x)
+        return g * torch.cos(x)
+
+    @staticmethod
+    def backward(ctx, gg):
+        g, x = ctx.saved_tensors
+        return gg * torch.cos(x) * _SinBackward.scale, -gg * g * torch.sin(x)
+
+
+class _Sin(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.sin(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return _SinBackward.apply(g, x)
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_order_2_judges_the_double_backward_with_respect_to_grad_output(mode, monkeypatch):
+    # before: G = vᵀJ(x)·w was differentiated with respect to x alone, and a backward whose own backward is 50% off
+    # with respect to its grad_output passed in both modes (torch.autograd.gradgradcheck fails it)
+    x = _x((0.3, -1.2, 2.0))
+    assert ga.check(_Sin.apply, (x,), order=2, mode=mode).ok
+    monkeypatch.setattr(_SinBackward, "scale", 1.5)
+    res = ga.check(_Sin.apply, (x,), order=2, mode=mode)
+    assert [(r.input, r.method, r.verdict) for r in res.records] == [("x", "vjp", "pass"),
+                                                                    ("x", "double backward", "fail")]
+
+
+def test_an_error_after_the_first_calls_is_recorded_against_each_checked_input():
+    # before: one record against argument 0 (here the integer n), its metadata saying nothing requires grad
+    class BadBackward(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            raise RuntimeError("bug in my backward")
+
+    def f(n, a, b):
+        return BadBackward.apply(a, b) * n
+
+    res = ga.check(f, (2, _x(), _x((1.0, 2.0, 3.0))))
+    assert res.verdict == "error"
+    assert [r.input for r in res.records] == ["a", "b"]
+    assert [(m.name, m.requires_grad) for m in res.records[0].inputs] == [("n", False), ("a", True), ("b", True)]
+
+
+def test_check_modules_rerun_line_repeats_the_tolerance_and_the_expectation():
+    # before: ga.check_module(model, inputs, loss_fn) whatever the options: pasted, a failing check passed
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1).double()
+    x = torch.randn(2, 3, dtype=torch.float64)
+    zeros = [torch.zeros(1, 3, dtype=torch.float64), torch.zeros(1, dtype=torch.float64)]
+    wrong = ga.check_module(model, (x,), lambda y: y.sum(), expected=zeros)  # d sum(Wx + b) / db = 2, not 0
+    assert wrong.verdict == "fail" and "expected=[torch.tensor([[0.0, 0.0, 0.0]]" in wrong.rerun
+    loose = ga.check_module(model, (x,), lambda y: y.sum(), tolerance=ga.Tolerance(0.0, 1e-6, why="a reason"))
+    assert "tolerance=ga.Tolerance(atol=0.0, rtol=1e-06, why='a reason')" in loose.rerun

@@ -743,3 +743,49 @@ def test_the_html_report_plots_the_ratios_across_the_ladder():
     section = html[html.index('<section class="ladders"'):html.index("</section>", html.index('class="ladders"'))]
     assert "precision ladder" in section and section.count("<svg") == 1
     assert "bfloat16" in section and "float32" in section  # the rungs on the x axis
+
+
+# -- from a hostile-input audit (twenty-second session): each failed before it --------------------------------------
+
+def test_compare_gives_the_functions_private_copies_and_a_write_is_their_error():
+    # inputs already in a rung's dtype reached the functions as the caller's own tensors: a reference starting with
+    # ReLU(inplace=True) clamped the caller's x, a candidate clamping its mask changed the caller's mask
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 8, dtype=torch.float64, generator=g, requires_grad=True)
+    before = x.detach().clone()
+    reference = torch.nn.Sequential(torch.nn.ReLU(inplace=True), torch.nn.Softmax(-1))
+    res = ga.compare(lambda x: torch.softmax(x.clamp(min=0), -1), reference, (x,))
+    assert torch.equal(x.detach(), before)
+    assert {r.verdict for r in res.records} == {"error"}  # (torch refuses an in-place op on a leaf that requires grad)
+    mask = torch.rand(4, 8, generator=g)
+    kept = mask.clone()
+
+    def candidate(x, mask):
+        mask.clamp_(min=0.5)
+        return x * mask
+
+    res = ga.compare(candidate, lambda x, mask: x * mask, (x, mask))
+    assert torch.equal(mask, kept)
+    errors = {r.error.type for r in res.records if r.error is not None}
+    assert errors == {"InputMutated"} and {r.verdict for r in res.records} == {"error"}
+
+
+def test_compare_leaves_a_modules_buffers_and_the_random_state_as_they_were():
+    # a BatchNorm1d in train() mode: its running statistics moved at every evaluation (num_batches_tracked 0 -> 4)
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm1d(3)
+    x = torch.randn(6, 3, requires_grad=True)
+    stats = [b.clone() for b in bn.buffers()]
+    state = torch.random.get_rng_state()
+    ga.compare(bn, lambda x: torch.nn.functional.batch_norm(x, None, None, training=True), (x,),
+               dtypes=("float32",))
+    assert all(torch.equal(a, b) for a, b in zip(stats, bn.buffers()))
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+def test_an_identical_candidate_that_overflows_where_the_reference_does_is_not_a_failure():
+    # exp(12) = 162755 exceeds float16's largest value in the candidate and the reference alike: the baseline sets
+    # no bound there, and the candidate (the same function) FAILED on it
+    res = ga.compare(torch.exp, torch.exp, (torch.tensor([0.5, 1.0, 12.0], requires_grad=True),))
+    assert "fail" not in {r.verdict for r in res.records}
+    assert {r.verdict for r in res.records if "@ float16:" in r.check} == {"inconclusive"}

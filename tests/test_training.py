@@ -757,3 +757,65 @@ def test_inplace_leaf_update_caught_by_the_step_is_still_found():
     assert audit.of_kind("inplace_leaf_update")[0].step == 1 and audit.steps_run == 3
     assert kinds(audit) == {"inplace_leaf_update", "param_not_updated"}
     assert wheres(audit, "param_not_updated") == {"b"}
+
+
+# -- from a hostile-input audit (twenty-second session): each failed before it --------------------------------------
+
+def test_a_parameter_the_optimizer_holds_outside_the_model_is_audited():
+    # a learnable loss scale the optimizer holds and the model does not, its zero_grad forgotten by hand: with
+    # model= it went unaudited ("4 parameters audited, no findings"); given the optimizer alone it was found
+    model = Net()
+    scale = torch.ones((), requires_grad=True)
+    opt = torch.optim.SGD([*model.parameters(), scale], lr=0.01)
+
+    def step(batch):
+        x, y = batch
+        for p in model.parameters():
+            p.grad = None  # the model's own gradients zeroed, the scale's never
+        loss = mse(model(x), y) * scale
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    audit = audit_training(step, data(), model=model, optimizer=opt)
+    assert wheres(audit, "grad_accumulates") == {"param_groups[0][4]"}
+
+
+def test_a_model_with_nothing_to_audit_is_refused():
+    # before: every per-parameter check was recorded as passing on 0 parameters
+    with pytest.raises(ga.SpecError, match="nothing could be audited"):
+        audit_training(lambda batch: 0.0, data(), model=nn.ReLU())
+
+
+def test_a_lazy_module_that_has_not_run_is_refused_and_leaves_no_hook():
+    # before: a bare ValueError from register_hook, after the hooks on the first layer were installed for good
+    model = nn.Sequential(nn.Linear(D, 4), nn.Tanh(), nn.LazyLinear(1))
+    with pytest.raises(ga.SpecError, match="lazy module"):
+        audit_training(lambda batch: 0.0, data(), model=model)
+    assert all(not p._backward_hooks for p in model[0].parameters())
+
+
+def test_hooks_installed_before_a_failure_are_removed(monkeypatch):
+    # install() ran before the try that removes them: one that failed part-way left the first hooks on the user's
+    # parameters, running (and holding tensors) at every later backward of the user's own training
+    from gradaudit import training
+
+    real = training._Auditor.install
+
+    def half(self):
+        self.handles.append(self.params[0].tensor.register_hook(lambda g: None))
+        raise RuntimeError("install failed part-way")
+
+    monkeypatch.setattr(training._Auditor, "install", half)
+    model = Net()
+    with pytest.raises(RuntimeError, match="part-way"):
+        audit_training(lambda batch: 0.0, data(), model=model)
+    assert not model.fc1.weight._backward_hooks
+    monkeypatch.setattr(training._Auditor, "install", real)
+
+
+def test_batches_that_are_not_iterable_are_a_spec_error():
+    # before: TypeError: 'NoneType' object is not iterable, from inside gradaudit
+    model = Net()
+    with pytest.raises(ga.SpecError, match="batches must be an iterable"):
+        audit_training(module_loop(model, torch.optim.SGD(model.parameters(), lr=0.1)), None, model=model)

@@ -23,7 +23,7 @@ from .errors import EvaluationError, GradientMismatch, InputMutated, NotDetermin
 from .evaluate import TINY, Info, Problem, grad
 from .findings import Findings
 from .guard import CheckTimeout, time_limit
-from .naming import Described, describe, rerun
+from .naming import Described, describe, literal, rerun
 from .record import Comparison, ErrorInfo, Evidence, InputMeta, Location, Record
 from .render.common import plural
 from .tolerances import (
@@ -113,6 +113,13 @@ def _validate(fn: Any, mode: Any, order: Any, seed: Any, tolerance: Any, nondet_
                         "ga.Tolerance(atol, rtol, why=\"atomic adds on the GPU reorder sums\").", field="nondet_tol")
     if not isinstance(forward_ad, bool):
         raise SpecError(f"forward_ad must be True or False; got {forward_ad!r}.", field="forward_ad")
+    if forward_ad:
+        import torch.autograd.forward_ad as fwad
+
+        if getattr(fwad, "_current_level", -1) >= 0:
+            raise SpecError("forward_ad=True cannot run inside torch.autograd.forward_ad.dual_level(): PyTorch does "
+                            "not nest forward-mode AD levels. Call the check outside the dual_level block (or leave "
+                            "forward_ad=False there).", field="forward_ad")
     if name is not None and not isinstance(name, str):
         raise SpecError(f"name must be a string; got {type(name).__name__}.", field="name")
 
@@ -583,7 +590,8 @@ def _checked(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Descri
         records, findings = _gather(problem, chosen, tol, info, seed, forward_ad=forward_ad, order=order,
                                     expected=expected, nondet_tol=nondet_tol, who=who, label=label, repro=repro)
     except EvaluationError as exc:
-        return _errored(label, who, chosen, repro, problem.inputs, problem.names, exc, start)
+        return _errored(label, who, chosen, repro, problem.inputs, problem.names, exc, start, diff=problem.diff,
+                        meta=_problem_meta(problem))
     return CheckResult(label, chosen, tuple(records), info, repro, tuple(findings),
                        round(time.perf_counter() - start, 4))
 
@@ -1062,17 +1070,33 @@ def _jvp(problem: Problem, j: int, u: torch.Tensor) -> list[torch.Tensor]:
     import torch
     import torch.autograd.forward_ad as fwad
 
+    from .guard import expired
+
     with fwad.dual_level():
+        # a function that differentiates inside runs with gradients on and leaves that require grad, as every
+        # evaluation of it does (Problem.call), but here on the dual numbers themselves, its outputs' tangents kept
+        # (call() would put fresh leaves in place of the dual input and detach the outputs: the tangent read 0, and a
+        # right force -dE/dx FAILED)
+        inside = problem.needs_grad
+        primal = problem.inputs[j].detach().requires_grad_(True) if inside else problem.inputs[j]
         try:
             with warnings.catch_warnings():
                 # torch's first make_dual loads its jvp decompositions through torch.jit.script, which warns
                 # that torch.jit.script is deprecated: torch's own internals, nothing the caller can act on
                 warnings.filterwarnings("ignore", message="`torch.jit.script` is deprecated",
                                         category=DeprecationWarning)
-                dual = fwad.make_dual(problem.inputs[j], u)
+                dual = fwad.make_dual(primal, u)
         except Exception as exc:
             raise EvaluationError("forward-mode AD", exc) from exc
-        outs = problem.call(*problem.with_input(j, dual))
+        xs = problem.with_input(j, dual)
+        if inside:
+            xs = [x if i == j or i not in problem.diff or not torch.is_tensor(x) or not x.is_floating_point()
+                  else x.detach().requires_grad_(True) for i, x in enumerate(xs)]
+            expired()
+            with E.GradMode(True):
+                outs = problem._call(*xs)
+        else:
+            outs = problem.call(*xs)
         tangents = []
         for o in outs:
             t = fwad.unpack_dual(o).tangent
@@ -1255,8 +1279,10 @@ def _labelled(fn: Callable[..., Any], inputs: Sequence[Any] | Any, kwargs: Mappi
 
 
 def _errored(label: str, who: Described, mode: str, repro: str, inputs: Sequence[Any], names: Sequence[str] | None,
-             exc: EvaluationError, start: float) -> CheckResult:
-    """The error verdict: the user's exception kept whole (type, message, traceback), one record per input."""
+             exc: EvaluationError, start: float, *, diff: Sequence[int] | None = None,
+             meta: tuple[InputMeta, ...] | None = None) -> CheckResult:
+    """The error verdict: the user's exception kept whole (type, message, traceback), one record per checked input
+    (*diff*, the problem's once it was built: its inputs are detached copies; else those that require grad)."""
     import torch
 
     original = exc.original
@@ -1265,8 +1291,10 @@ def _errored(label: str, who: Described, mode: str, repro: str, inputs: Sequence
                       exc.where)
     labels = list(names) if names is not None and len(names) == len(inputs) else [f"input{i}" for i in
                                                                                     range(len(inputs))]
-    diff = [i for i, x in enumerate(inputs) if torch.is_tensor(x) and x.requires_grad]
-    meta = _inputs_meta(inputs, labels, diff)
+    if diff is None:
+        diff = [i for i, x in enumerate(inputs) if torch.is_tensor(x) and x.requires_grad]
+    if meta is None:
+        meta = _inputs_meta(inputs, labels, diff)
     records = tuple(Record(suite="check", check=label, function=who.source, function_name=who.name, inputs=meta,
                            input=labels[i], method="vjp", stored_or_returned="returned", source=repro, executed=True,
                            verdict="error", outcome="errors", reason=f"{exc.where} raised {type(original).__name__}",
@@ -1337,8 +1365,12 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
     who = describe(model)
     call = ("ga.check_module(model, inputs" + (", loss_fn" if loss_fn is not None else "")
             + (", kwargs=kwargs" if forward_kwargs else ""))
-    extra = {k: v for k, v in _options(mode, seed, forward_ad, order).items() if v is not None}
-    repro = call + "".join(f", {k}={v!r}" for k, v in extra.items()) + f")  # model: {who.name}"
+    extra = {k: v for k, v in {**_options(mode, seed, forward_ad, order), "tolerance": tolerance,
+                                "nondet_tol": nondet_tol, "expected": options.get("expected"), "name": name,
+                                "timeout": options.get("timeout")}.items() if v is not None}
+    written = {k: literal(v) for k, v in extra.items()}  # (every option that can change the verdict)
+    repro = (call + "".join(f", {k}={k if v is None else v}" for k, v in written.items()) + f")  # model: {who.name}"
+             + "".join(f"; {k}: as given" for k, v in written.items() if v is None))
     return _check(fn, tensors, who=who, repro=repro, mode=mode, tolerance=tolerance, forward_ad=forward_ad,
                   order=order, seed=seed, names=names, expected=options.get("expected"), nondet_tol=nondet_tol,
                   name=name or f"{who.name} parameters", timeout=options.get("timeout"))

@@ -1556,7 +1556,8 @@ def second_order(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, inf
     across a change of the selection) and on _safe_softmax (-inf inputs), and a second derivative 100% off at the
     small element of exp(x / 500) at [1e4, 0.01] passed. Still open: logcumsumexp's sample 0 (elements of 1e4)
     fails, before and now: torch's double backward there is -4.4e-12 where the true value is about 5e-15, its
-    rounding at inputs of 1e4, and the bound on autograd's side covers only its last sum."""
+    rounding at inputs of 1e4, and the bound on autograd's side covers only its last sum. Per input, the double
+    backward's derivative with respect to the grad_output is judged too (:func:`_along_grad_output`)."""
     import torch
 
     from .evaluate import grad
@@ -1564,7 +1565,12 @@ def second_order(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, inf
     def grad_of(xs: list[Any], create: bool) -> tuple[torch.Tensor | None, ...]:
         with E.GradMode(True):
             outs = problem.call(*xs)
-            return grad(outs, [xs[i] for i in problem.diff], vs, create_graph=create, allow_unused=True)
+            pairs = [(o, v) for o, v in zip(outs, vs) if o.requires_grad]
+            if not pairs:  # no output has a graph back to the inputs: vᵀJ is None (the backward's record fails that;
+                # asked of autograd, it raised, and the check became an error)
+                return tuple(None for _ in problem.diff)
+            return grad([o for o, _ in pairs], [xs[i] for i in problem.diff], [v for _, v in pairs],
+                        create_graph=create, allow_unused=True)
 
     xs = problem.leaves()
     first = grad_of(xs, True)
@@ -1615,9 +1621,55 @@ def second_order(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, inf
                           _projected(tol, u, [w for w in ws if w is not None]), scale=1.0,
                           **rounding, precision=str(x.dtype).removeprefix("torch."))
         add_projection(f, out, None, "uᵀ∇G, G = vᵀJ·w, by double backward along a random direction u")
+        add_projection(f, _along_grad_output(problem, j, x, f.held is not None, vs, gen, tol, info, evals), None,
+                       "sᵀ∂(vᵀJ·u)/∂v = sᵀJu, by double backward along a direction s of the grad_output v, against "
+                       "the function's own derivative along u")
     info["order"] = 2
     info["second_order_evaluations"] = evals[0]
     return found
+
+
+def _along_grad_output(problem: Problem, j: int, x: torch.Tensor, held: bool, vs: list[torch.Tensor],
+                       gen: torch.Generator, tol: ToleranceUsed, info: Info, evals: list[int]) -> dict[str, Any]:
+    """The double backward's derivative with respect to the grad_output, for input j (judge_along's result). The
+    backward vᵀJ_j is linear in its grad_output v, so the derivative of H(v) = (vᵀJ_j)·u with respect to v is J_j u,
+    which autograd gives by differentiating the backward along its grad_output input (gradgradcheck's Jacobian with
+    respect to grad_outputs): projected on a direction s of v (each weight moved relative to itself, |s| in
+    [0.5, 1.5) |v|; 0 where v is, at an output not finite at the point), it is judged against sᵀf's numeric derivative
+    along u (drawn as directional mode draws its directions), the forward function itself. With G = vᵀJ·w
+    differentiated with respect to x alone, a backward whose own backward is 50% off with respect to its grad_output
+    passed both modes, where gradgradcheck fails it."""
+    import torch
+
+    from .evaluate import grad
+
+    draw = torch.empty(x.shape, dtype=torch.float64).uniform_(-1.0, 1.0, generator=gen)
+    u = element_direction(x, draw, held)
+    directions = []
+    for v in vs:
+        r = torch.empty(v.shape, dtype=torch.float64).uniform_(-1.0, 1.0, generator=gen)
+        directions.append(v.to(torch.float64) * r.add_(r.sign(), alpha=0.5))
+    leaves = [v.detach().to(torch.float64).clone().requires_grad_(True) for v in vs]
+    xs = problem.leaves()
+    with E.GradMode(True):
+        outs = problem.call(*xs)
+        pairs = [(o, c, d) for o, c, d in zip(outs, leaves, directions) if o.requires_grad]
+        g = (grad([o for o, _, _ in pairs], [xs[j]], [c.to(o.dtype) for o, c, _ in pairs], create_graph=True,
+                  allow_unused=True)[0] if pairs else None)
+        gs = (grad([o for o, _, _ in pairs], [xs[j]], [d.to(o.dtype) for o, _, d in pairs], retain_graph=True,
+                   allow_unused=True)[0] if pairs else None)  # sᵀJ_j: what moving x rounds phi by (perturbation)
+        h = None if g is None else (torch.where(u != 0, g.to(torch.float64) * u, 0.0)).sum()
+        dv = (grad([h], leaves, allow_unused=True) if h is not None and h.requires_grad
+              else tuple(None for _ in leaves))  # (no graph to v: J_j u claimed 0)
+    d = torch.cat([torch.zeros(v.numel(), dtype=torch.float64) if t is None else t.detach().to(torch.float64)
+                   .reshape(-1) for t, v in zip(dv, vs)])
+    s = torch.cat([t.reshape(-1) for t in directions])
+    gs_seen, x_seen = _without_held(None if gs is None else gs.detach().to(torch.float64), x)
+    rounding = _rounding(gs_seen, u, x_seen, None)
+    rounding["dot_rounding"] = 4 * EPS64 * float((d * s).abs().sum()) * math.sqrt(max(s.numel(), 1))
+    phi = _phi_along(problem, j, u, directions, None, evals, info, False)
+    return judge_along(phi, float((d * s).sum()), _projected(tol, u, directions), scale=1.0, **rounding,
+                       precision=str(x.dtype).removeprefix("torch."))
 
 
 def add_projection(f: Findings, out: dict[str, Any], output: int | None, note: str) -> None:

@@ -43,9 +43,10 @@ and the float32 reference's own mean error in float32 ulps (which grows where th
 Correct kernels differ by <= 5.3 such ulps (mean and max; at most 0.5% of the allowance), formula bugs by
 >= 1e12 (the tail-row bug's mean) to 1e15.
 
-Non-finite values: NaN/inf in the candidate where the truth is finite fails, named as such; elements
-where the truth itself is not finite are left out (and counted); a baseline that is not finite where
-the truth is (an unstable reference overflowing in float16) sets no bound: inconclusive.
+Non-finite values: NaN/inf in the candidate where the truth and the baseline are finite fails, named as
+such; elements where the truth itself is not finite are left out (and counted); a baseline that is not
+finite where the truth is (an unstable reference overflowing in float16) sets no bound: inconclusive, also
+where the candidate is not finite at those same elements only.
 
 >>> import torch
 >>> x = torch.randn(4, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(0)).requires_grad_()
@@ -64,7 +65,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import judge as J
-from .errors import EvaluationError, SpecError
+from .errors import EvaluationError, InputMutated, SpecError
 from .naming import Described, describe, tensor_literal
 from .record import (
     Allowance,
@@ -389,12 +390,21 @@ def _evaluate(fn: Callable[..., Any], args: list[Any], diff: list[int], gos: lis
     gradients detached. Its exceptions come out as EvaluationError naming the pass."""
     import torch
 
-    leaves = [a.detach().requires_grad_(i in diff) if torch.is_tensor(a) else a for i, a in enumerate(args)]
+    # private copies (an input already in the rung's dtype was the caller's own tensor: a function writing to it
+    # changed the caller's), and a write to one is the function's error, as in ga.check
+    leaves = [a.detach().clone().requires_grad_(i in diff) if torch.is_tensor(a) else a for i, a in enumerate(args)]
     try:
         with torch.enable_grad():
             outs = _outputs_of(fn(*leaves))
     except Exception as exc:
         raise EvaluationError(f"the {who} forward in {dtype}", exc) from exc
+    for i, (a, leaf) in enumerate(zip(args, leaves)):
+        if torch.is_tensor(a) and not bool(torch.equal(a, leaf.detach()) or torch.allclose(
+                a, leaf.detach(), rtol=0, atol=0, equal_nan=True)):
+            raise EvaluationError(f"the {who} forward in {dtype}", InputMutated(
+                f"the function changes its input {i} in place (an in-place op such as ReLU(inplace=True) or .clamp_ "
+                "on an argument), so the reference, the baseline and the candidate would not see the same point. "
+                "Work on a copy inside the function; the caller's tensor is untouched"))
     for k, o in enumerate(outs):
         if not torch.is_tensor(o) or not o.is_floating_point():
             got = type(o).__name__ if not torch.is_tensor(o) else f"a {o.dtype} tensor"
@@ -547,6 +557,12 @@ def _judge(cand: torch.Tensor, base: torch.Tensor | None, truth: torch.Tensor, *
     kind = "value"
     if n_total == 0:
         verdict, reason = "pass", f"the {what} is empty: nothing to compare"
+    elif n_bad and c.bad is not None and b is not None and b.bad is not None and not bool((c.bad & ~b.bad).any()):
+        # not finite only where the reference at this rung is not finite either (exp(12) overflows float16 in both):
+        # the baseline sets no bound there, as below; an identical candidate FAILED here
+        verdict, kind = "inconclusive", "nonfinite"
+        reason = (f"the candidate's {what} is not finite in {dtype} at {n_bad} of {n_total} elements where the truth "
+                  "is finite, and the reference's is not finite there either: the baseline sets no bound at this rung")
     elif n_bad:
         assert c.bad is not None
         where_bad = c.bad.reshape(-1).nonzero().flatten()
@@ -905,6 +921,26 @@ def compare(candidate: Callable[..., Any], reference: Callable[..., Any], inputs
     """
     import torch
 
+    # the caller's world as it was: modules' buffers (a BatchNorm in train() mode updates its running statistics at
+    # every evaluation) and the random state (a function that draws advances it)
+    modules = [f for f in (candidate, reference) if isinstance(f, torch.nn.Module)]
+    buffers = [(b, b.detach().clone()) for m in modules for b in m.buffers()]
+    rng = torch.random.get_rng_state()
+    try:
+        return _compare(candidate, reference, inputs, dtypes=dtypes, ratio=ratio, seed=seed, device=device,
+                        tolerance=tolerance, names=names, name=name)
+    finally:
+        with torch.no_grad():
+            for b, saved in buffers:
+                b.copy_(saved)
+        torch.random.set_rng_state(rng)
+
+
+def _compare(candidate: Callable[..., Any], reference: Callable[..., Any], inputs: Sequence[Any] | Any, *,
+             dtypes: Sequence[Any], ratio: float, seed: int, device: Any, tolerance: LadderTolerance | Tolerance | None,
+             names: Sequence[str] | None, name: str | None) -> LadderResult:
+    import torch
+
     xs, labels, rule, rungs = _validate(candidate, reference, inputs, dtypes, ratio, seed, tolerance, names, name)
     dev = _device(device, xs)
     start = time.perf_counter()
@@ -921,8 +957,8 @@ def compare(candidate: Callable[..., Any], reference: Callable[..., Any], inputs
                            x.requires_grad) for n, x in zip(labels, xs))
     # the outputs' shapes (and that the reference runs at all) from the reference in float64
     x64 = _cast(xs, torch.float64, "cpu")
-    try:  # the inputs do not require grad here: no graph is kept
-        probe = _outputs_of(reference(*x64))
+    try:  # the inputs do not require grad here: no graph is kept (copies: the reference may write to them)
+        probe = _outputs_of(reference(*[x.clone() if torch.is_tensor(x) else x for x in x64]))
     except Exception as exc:
         err = EvaluationError("the reference forward in float64", exc)
         s = _Setup(candidate, reference, xs, labels, diff, rule, dev, [], [], who, ref_who, label, repro, seed, meta)

@@ -43,7 +43,7 @@ import os
 import sys
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -755,16 +755,26 @@ def _named(model: Any, params: Any, optimizers: Sequence[Any]) -> tuple[list[tup
             if id(t) not in seen:
                 seen.add(id(t))
                 named.append((str(n), t))
-    if model is None and params is None:
-        for i, opt in enumerate(optimizers):
-            for g, group in enumerate(opt.param_groups):
-                for j, t in enumerate(group["params"]):
-                    if id(t) not in seen:
-                        seen.add(id(t))
-                        prefix = f"optimizer[{i}]." if len(optimizers) > 1 else ""
-                        named.append((f"{prefix}param_groups[{g}][{j}]", t))
+    # the optimizers' own parameters too (where model= or params= leave some out, as a learnable loss scale the model
+    # does not hold: its forgotten zero_grad passed unseen, "2 parameters audited")
+    for i, opt in enumerate(optimizers):
+        for g, group in enumerate(opt.param_groups):
+            for j, t in enumerate(group["params"]):
+                if id(t) not in seen:
+                    seen.add(id(t))
+                    prefix = f"optimizer[{i}]." if len(optimizers) > 1 else ""
+                    named.append((f"{prefix}param_groups[{g}][{j}]", t))
+    lazy = [n for n, t in named if isinstance(t, torch.nn.parameter.UninitializedParameter)]
+    if lazy:
+        raise SpecError(f"parameter(s) {', '.join(lazy[:4])} belong to a lazy module that has not run yet "
+                        "(torch.nn.LazyLinear and the like), so they have no shape and no gradient to watch. Run one "
+                        "forward first (model(batch)) so they exist, then audit.", field="model")
     trainable = [(n, t) for n, t in named if t.requires_grad]
     frozen = [n for n, t in named if not t.requires_grad]
+    if not trainable:
+        raise SpecError("no parameter that requires grad was found in model=, params= or the optimizer, so nothing "
+                        "could be audited (every per-parameter check would pass on nothing). Pass the tensors the "
+                        "loop trains: params={'w': w} for raw tensors.", field="model")
     return trainable, frozen
 
 
@@ -789,6 +799,15 @@ def _validate(step: Any, model: Any, params: Any, optimizer: Any, steps: Any, ac
         raise SpecError("give model= (an nn.Module) or params= (a dict of leaf tensors) so that findings can name "
                         "the parameters.", field="model")
     return optimizers
+
+
+def _batches(batches: Any) -> Iterator[Any]:
+    """An iterator over *batches*, or a SpecError saying what was given instead of an iterable."""
+    try:
+        return iter(batches)
+    except TypeError:
+        raise SpecError(f"batches must be an iterable of batches (a DataLoader, a list, a generator); got "
+                        f"{type(batches).__name__}.", field="batches") from None
 
 
 def _loss_of(ret: Any) -> float | None:
@@ -828,9 +847,10 @@ def audit_training(step: Callable[[Any], Any], batches: Iterable[Any], *, model:
     steps_run = 0
     last_alive: dict[int, int] = {}
     watch = _Watch(aud)
-    aud.install()
+    loader = _batches(batches)
     try:
-        for s, batch in enumerate(itertools.islice(iter(batches), steps)):
+        aud.install()  # (inside: a hook that cannot be installed leaves none of the others behind)
+        for s, batch in enumerate(itertools.islice(loader, steps)):
             aud.before_step(s)
             try:
                 with watch:
