@@ -819,3 +819,60 @@ def test_batches_that_are_not_iterable_are_a_spec_error():
     model = Net()
     with pytest.raises(ga.SpecError, match="batches must be an iterable"):
         audit_training(module_loop(model, torch.optim.SGD(model.parameters(), lr=0.1)), None, model=model)
+
+
+def _gan(zero_d=True):
+    torch.manual_seed(0)
+    gen, disc = nn.Linear(4, 4), nn.Linear(4, 1)
+    opt_g, opt_d = torch.optim.SGD(gen.parameters(), lr=0.01), torch.optim.SGD(disc.parameters(), lr=0.01)
+
+    def step(batch):
+        x = batch[0]
+        opt_g.zero_grad()
+        fake = gen(x)
+        nn.functional.softplus(-disc(fake)).mean().backward()  # reaches D too: D.grad gets G's loss
+        opt_g.step()
+        if zero_d:
+            opt_d.zero_grad()
+        (nn.functional.softplus(disc(fake.detach())).mean() + nn.functional.softplus(-disc(x)).mean()).backward()
+        opt_d.step()
+
+    g = torch.Generator().manual_seed(1)
+    batches = [(torch.randn(16, 4, generator=g),) for _ in range(3)]
+    return step, batches, nn.ModuleDict({"G": gen, "D": disc}), [opt_g, opt_d]
+
+
+def test_a_gan_that_zeroes_each_optimizer_before_its_own_backward_has_no_finding():
+    # the generator's backward reaches D while D.grad still holds the step before's; D is zeroed before its own
+    # backward and step, so nothing stale reaches D's optimizer. Before: grad_accumulates on every D parameter
+    step, batches, model, opts = _gan()
+    assert audit_training(step, batches, model=model, optimizer=opts).findings == ()
+    step, batches, model, opts = _gan(zero_d=False)  # D never zeroed: carried into every D step
+    audit = audit_training(step, batches, model=model, optimizer=opts)
+    assert wheres(audit, "grad_accumulates") == {"D.weight", "D.bias"}
+
+
+def test_gradients_assigned_to_grad_by_hand_are_not_a_dead_parameter():
+    # DP-SGD: per-sample gradients from torch.func, clipped, averaged and assigned to p.grad, then optimizer.step().
+    # No gradient arrives through autograd's hooks, but the parameters train: before, param_no_grad on each, with
+    # the advice to freeze them
+    from torch.func import functional_call, grad, vmap
+
+    torch.manual_seed(0)
+    model = nn.Linear(D, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+
+    def per_sample_loss(params, x, y):
+        return (functional_call(model, params, (x[None],)).squeeze() - y) ** 2
+
+    def step(batch):
+        x, y = batch
+        per = vmap(grad(per_sample_loss), in_dims=(None, 0, 0))(
+            {k: v.detach() for k, v in model.named_parameters()}, x, y)
+        for name, p in model.named_parameters():
+            norms = per[name].flatten(1).norm(dim=1).clamp(min=1.0)
+            p.grad = (per[name] / norms.view(-1, *[1] * (per[name].dim() - 1))).mean(0)
+        opt.step()
+        opt.zero_grad()
+
+    assert audit_training(step, data(), model=model, optimizer=opt).findings == ()

@@ -270,7 +270,7 @@ class _Probe:
 
 class _Param:
     __slots__ = ("name", "tensor", "held", "arrived", "gmax", "carried", "changed", "before", "at_step",
-                 "first_step", "lazy_g", "lazy_pre", "pmax")
+                 "first_step", "lazy_g", "lazy_pre", "lazy_reset", "pmax")
 
     def __init__(self, name: str, tensor: torch.Tensor, held: bool | None):
         self.name, self.tensor, self.held = name, tensor, held
@@ -284,6 +284,8 @@ class _Param:
         self.first_step = -1  # the last step whose first gradient was seen
         self.lazy_g: list[torch.Tensor] = []
         self.lazy_pre: torch.Tensor | None = None
+        # after a carried .grad was seen this step: .grad at each later arrival (None: set to None in between)
+        self.lazy_reset: list[torch.Tensor | None] = []
 
 
 class _Watch(TorchFunctionMode):
@@ -358,6 +360,10 @@ class _Auditor:
                     pre = p.tensor.grad
                     if pre is not None and s > 0:
                         p.lazy_pre = _amax(pre)
+                elif p.lazy_pre is not None:  # zeroed since (a GAN's D: reached by G's backward first, then zeroed
+                    # before its own): what the step's optimizer sees carries nothing
+                    now = p.tensor.grad
+                    p.lazy_reset.append(None if now is None else _amax(now))
                 p.arrived.add(s)
                 p.lazy_g.append(_amax(grad))
             finally:
@@ -429,7 +435,7 @@ class _Auditor:
         self.step = s
         self.backward_log = []
         for p in self.params:
-            p.lazy_g, p.lazy_pre = [], None
+            p.lazy_g, p.lazy_pre, p.lazy_reset = [], None, []
             if not p.changed:
                 p.before = p.tensor.detach().clone()
                 if s == 0:
@@ -438,21 +444,23 @@ class _Auditor:
     def after_step(self, s: int) -> None:
         lazy: list[torch.Tensor] = []
         for p in self.params:
-            lazy += p.lazy_g + ([p.lazy_pre] if p.lazy_pre is not None else [])
+            lazy += (p.lazy_g + ([p.lazy_pre] if p.lazy_pre is not None else [])
+                     + [r for r in p.lazy_reset if r is not None])
         vals = iter(_values(lazy)) if lazy else iter(())
         bad: list[_Param] = []
         for p in self.params:
             gs = [next(vals) for _ in p.lazy_g]
             if p.lazy_pre is not None:
                 pre = next(vals)
-                if pre != 0.0:
+                reset = [None if r is None else next(vals) for r in p.lazy_reset]
+                if pre != 0.0 and not any(r is None or r == 0.0 for r in reset):
                     p.carried[s] = pre
             if gs:
                 m = max(gs, key=lambda v: (math.isnan(v), v))
                 p.gmax[s] = m
                 if not math.isfinite(m) and p.name not in self.nonfinite:
                     bad.append(p)
-            p.lazy_g, p.lazy_pre = [], None
+            p.lazy_g, p.lazy_pre, p.lazy_reset = [], None, []
             if not p.changed and p.before is not None:
                 if not torch.equal(p.before, p.tensor.detach()):
                     p.changed = True
@@ -618,7 +626,10 @@ def _findings(aud: _Auditor, steps_run: int, stopped: bool, accumulate: int, hav
     if judged_params:
         checked.append("param_no_grad")
         for p in params:
-            if not p.arrived and p.tensor.requires_grad:
+            # a .grad there at optimizer.step(), or a value that changed, is a gradient set by hand (per-sample
+            # gradients clipped and averaged, DP-SGD, and assigned to p.grad): before, its parameter was "unused"
+            by_hand = p.changed or any(g is not None for _, g, _ in p.at_step)
+            if not p.arrived and p.tensor.requires_grad and not by_hand:
                 out.append(Finding(
                     "param_no_grad", p.name,
                     f"'{p.name}' requires grad but received no gradient in {_n_steps(steps_run)}: it is not used "
@@ -879,7 +890,7 @@ def audit_training(step: Callable[[Any], Any], batches: Iterable[Any], *, model:
         aud.probes.clear()
         for p in plist:
             p.before = None
-            p.lazy_g, p.lazy_pre = [], None
+            p.lazy_g, p.lazy_pre, p.lazy_reset = [], None, []
     if steps_run == 0 and stopped is None:
         raise SpecError("batches gave no batch: pass an iterable of at least one batch.", field="batches")
 
