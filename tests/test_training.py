@@ -876,3 +876,28 @@ def test_gradients_assigned_to_grad_by_hand_are_not_a_dead_parameter():
         opt.zero_grad()
 
     assert audit_training(step, data(), model=model, optimizer=opt).findings == ()
+
+
+def test_gradscalers_skipped_overflow_steps_are_not_a_non_finite_gradient():
+    # the mixed-precision recipe: GradScaler's first scale (2**16) overflows float16 gradients, and scaler.step skips
+    # those updates by design, lowering the scale. Before: non_finite_grad on every parameter, blaming the loss
+    g = torch.Generator().manual_seed(1)
+    batches = [(torch.randn(64, 16, generator=g), torch.randn(64, generator=g) * 100) for _ in range(3)]
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    scaler = torch.amp.GradScaler("cpu")
+
+    def step(batch):
+        opt.zero_grad()
+        with torch.autocast("cpu", dtype=torch.float16):
+            loss = ((model(batch[0]).squeeze(-1) - batch[1]) ** 2).mean()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+
+    audit = audit_training(step, batches, model=model, optimizer=opt)
+    assert scaler.get_scale() < 2.0 ** 16  # (it did skip: the scale came down)
+    assert audit.findings == ()
+    said = [r.reason for r in audit.records if r.check == "non_finite_grad"]
+    assert said and "no optimizer stepped" in said[0]
