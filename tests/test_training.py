@@ -901,3 +901,21 @@ def test_gradscalers_skipped_overflow_steps_are_not_a_non_finite_gradient():
     assert audit.findings == ()
     said = [r.reason for r in audit.records if r.check == "non_finite_grad"]
     assert said and "no optimizer stepped" in said[0]
+
+
+def test_a_pairwise_loss_built_from_one_tensor_is_not_a_broadcast_finding():
+    # RankNet's pairwise differences s[:, None] - s: a grid from one tensor, on purpose. Before: broadcast_in_loss,
+    # while the identical s[:, None] - s[None, :] was left alone; the (N,1) - (N,) bug (two tensors) still is one
+    torch.manual_seed(0)
+    model = nn.Linear(D, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step(batch):
+        x, y = batch
+        opt.zero_grad()
+        s = model(x).squeeze(-1)
+        loss = nn.functional.softplus(-(s[:, None] - s) * torch.sign(y[:, None] - y)).mean()
+        loss.backward()
+        opt.step()
+
+    assert audit_training(step, data(), model=model, optimizer=opt).findings == ()

@@ -398,8 +398,9 @@ class _Auditor:
         inputs = tuple(tuple(t.shape) for t in tensors)
         op = _Op(name, inputs, tuple(outs[0].shape), self.step, len(self.ops), _user_location())
         if name in BROADCASTING and len(inputs) >= 2:
-            op.grid = _grid(inputs[0], inputs[1]) if name != "where" else (
-                _grid(inputs[1], inputs[2]) if len(inputs) >= 3 else None)
+            pair = (0, 1) if name != "where" else (1, 2)
+            if len(inputs) > pair[1] and not _one_storage(tensors[pair[0]], tensors[pair[1]]):
+                op.grid = _grid(inputs[pair[0]], inputs[pair[1]])
         self.ops.append(op)
         nodes: list[Any] = []
         for o in outs:
@@ -490,6 +491,16 @@ class _Auditor:
 
     def alive(self, s: int) -> int:
         return sum(1 for r in self.probes.get(s, ()) if r() is not None)
+
+
+def _one_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether a and b are views of one storage: s[:, None] - s builds its grid from one tensor on purpose (a
+    pairwise loss), where the (N,1) - (N,) bug meets a prediction and a target; it was a broadcast_in_loss finding,
+    and the same s[:, None] - s[None, :] was not."""
+    try:
+        return a.numel() > 0 and b.numel() > 0 and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # (a tensor without storage: sparse, functional, meta)
+        return False
 
 
 def _grid(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
