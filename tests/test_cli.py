@@ -1,6 +1,7 @@
 """The command line: exit codes 0/1/2, one readable paragraph for bad input, atomic results."""
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -215,3 +216,50 @@ def test_result_files_go_into_folders_that_do_not_exist_yet(cli, tmp_path):
     res = cli("report", str(paths["--json"]), "--html", str(again))
     assert res.code == 0, res.err
     assert again.read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
+
+
+# -- from a fresh-eyes audit of the CLI (twenty-second session): each failed before it ------------------------------
+
+SQUARE = [{"name": "sq", "function": "x*x", "x": 3, "analytical_gradient": 6}]
+
+
+@pytest.mark.parametrize("command", ["run", "plan"])
+def test_results_that_would_replace_the_ledger_being_read_are_refused(cli, ledger, command):
+    # `gradaudit run mine.json --json mine.json` exited 0 and replaced the hand-written ledger with its results
+    path = ledger(SQUARE, "mine.json")
+    before = path.read_bytes()
+    res = cli(command, str(path), "--json", str(path))
+    assert res.code == 2 and "the ledger" in res.err and "same file" in res.err
+    assert path.read_bytes() == before
+
+
+def test_results_holding_a_line_separator_are_read_back(cli, ledger, tmp_path):
+    # U+2028 stays raw in the JSON Lines (ensure_ascii=False) and the reader split lines at it too: a results file
+    # gradaudit wrote was "not valid JSON" to gradaudit report
+    checks = [{**SQUARE[0], "derivation": "d/dx x^2 = 2x\u2028= 6 at x = 3"}]
+    out = tmp_path / "r.jsonl"
+    assert cli("run", str(ledger(checks)), "--json", str(out), "-q").code == 0
+    res = cli("report", str(out), "-q")
+    assert res.code == 0, res.err
+
+
+def test_the_rerun_line_of_a_name_with_a_control_character_selects_it(cli, ledger):
+    # the name was escaped for display (esc\x1b[1mbold) and then quoted, so the pasted filter matched nothing
+    path = ledger([{"name": "esc\u001b[1mbold", "function": "x*x", "x": 1, "analytical_gradient": 3}])  # wrong: 2
+    res = cli("run", str(path))
+    line = next(x for x in res.out.splitlines() if "re-run:" in x).split("re-run:", 1)[1].strip()
+    again = cli(*shlex.split(line)[1:])
+    assert again.code == 1 and "no check name contains" not in again.err
+
+
+def test_write_results_takes_one_result_and_refuses_a_non_iterable_with_a_spec_error(tmp_path):
+    # one ga.check result (not a list) and None raised a bare TypeError
+    import torch
+
+    import gradaudit as ga
+
+    res = ga.check(torch.sin, (torch.tensor([0.5], dtype=torch.float64, requires_grad=True),))
+    path = ga.write_results(tmp_path / "r.jsonl", res)
+    assert [r.verdict for r in ga.read_results(path)[1]] == ["pass"]
+    with pytest.raises(ga.SpecError, match="write_results takes"):
+        ga.write_results(tmp_path / "s.jsonl", None)

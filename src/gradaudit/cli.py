@@ -51,6 +51,13 @@ def _select(loaded: list[tuple[str, list[Any]]], pattern: str | None) -> list[tu
 
 
 def _repro(label: str, name: str) -> str:
+    """The command that runs this check again. A name holding control characters is shown escaped, and the escaped
+    text pasted back selected nothing: its longest printable part is the filter then (--check matches a part)."""
+    import re
+
+    if not name.isprintable():
+        parts = [p for p in re.split(r"[^\S ]|[\x00-\x1f\x7f-\x9f]", name) if p.isprintable() and p.strip()]
+        name = max(parts, key=len) if parts else name
     return f"gradaudit run {shlex.quote(label)} --check {shlex.quote(name)}"
 
 
@@ -77,13 +84,15 @@ def _report_options(f: Any) -> Any:
     return f
 
 
-def _distinct_outputs(**paths: str | None) -> None:
-    """Each report its own file, each of them a regular file (or new): checked before any work."""
+def _distinct_outputs(reading: tuple[str, ...] = (), **paths: str | None) -> None:
+    """Each report its own file, each of them a regular file (or new), none of them a ledger being read (*reading*:
+    the targets that are files; `run mine.json --json mine.json` replaced the ledger with its results): checked before
+    any work."""
     import os
 
     from .ledger import check_target
 
-    seen: dict[str, str] = {}
+    seen: dict[str, str] = {os.path.realpath(t): f"the ledger {t}" for t in reading if os.path.isfile(t)}
     for option, path in paths.items():
         if not path:
             continue
@@ -183,7 +192,7 @@ def run(targets: tuple[str, ...], json_path: str | None, html_path: str | None, 
     from .render.text import make_console, render
     from .run import size_guard
 
-    _distinct_outputs(json=json_path, html=html_path, junit=junit_path, markdown=markdown_path)
+    _distinct_outputs(targets, json=json_path, html=html_path, junit=junit_path, markdown=markdown_path)
     loaded = _select(_load_targets(targets), pattern)
     console = make_console(width=width)
     if list_only:
@@ -301,6 +310,7 @@ def plan(targets: tuple[str, ...], json_path: str | None) -> None:
     from .ledger import results_text, write_atomic
     from .record import dumps
 
+    _distinct_outputs(targets, json=json_path)
     records = [r for _, checks in _load_targets(targets) for r in plan_checks(checks)]
     if json_path:
         write_atomic(json_path, results_text(records, {"targets": list(targets), "planned": True}))

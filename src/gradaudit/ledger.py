@@ -332,6 +332,11 @@ def write_results(path: str | Path, items: Iterable[Any], *, environment: Mappin
     from .env import environment as env_block
     from .record import summarize
 
+    if isinstance(items, Record) or hasattr(items, "records"):
+        items = [items]  # one result (ga.check's, an audit) as it comes
+    elif isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+        raise SpecError(f"write_results takes a list of records and check results (or one result); got "
+                        f"{type(items).__name__}.", field="items")
     records = records_of(items)
     env = dict(environment) if environment is not None else env_block()
     header = {"environment": env, "targets": sorted({r.suite for r in records}), "summary": summarize(records)}
@@ -343,7 +348,9 @@ def read_results(path: str | Path) -> tuple[dict[str, Any], list[Record]]:
     """Read a results file written by ``gradaudit run --json`` or ``ga.write_results``; returns (header, records)."""
     p = Path(path)
     try:
-        lines = p.read_text(encoding="utf-8").splitlines()
+        # JSON Lines end at "\n" alone: str.splitlines() also breaks at U+2028, U+2029 and U+0085, which json.dumps
+        # keeps raw inside strings (ensure_ascii=False), and a file gradaudit wrote could not be read back
+        lines = p.read_text(encoding="utf-8").split("\n")
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"cannot read results: {exc}.", where=str(path)) from None
     header: dict[str, Any] = {}
