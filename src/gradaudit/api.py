@@ -273,8 +273,7 @@ def _first_calls(problem: Problem) -> None:
 
     pristine = [x.clone() if torch.is_tensor(x) else None for x in problem.inputs]
     leaves = problem.leaves()
-    problem.keep = problem.point = problem.returned = None
-    problem.outputs = []  # (what every later call is held to, set from this one)
+    problem.keep = problem.point = problem.returned = problem.shapes = None  # (every later call is held to them)
     problem.watch_moved = True
     try:
         with E.GradMode(True):  # with its graph: the first backward (metadata, vᵀJ) reuses it
@@ -287,6 +286,7 @@ def _first_calls(problem: Problem) -> None:
         _outputs(outs)  # says what the function returned instead of floating-point tensors
     outs = problem.select(outs)
     problem.outputs = _outputs(outs)
+    problem.shapes = tuple(o.shape for o in problem.outputs)
     problem.point = (leaves, outs)  # its graph: the first backward (vᵀJ, twice) goes through it
     if left_out:
         problem.notes.append("left out of the check (as gradcheck does): " + "; ".join(left_out))

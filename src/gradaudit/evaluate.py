@@ -75,6 +75,7 @@ class Problem:
     rng_devices: tuple[int, ...] = ()  # CUDA devices whose generators are fixed too
     keep: list[int] | None = None  # the (flattened) outputs that are checked; None: all of them
     returned: int | None = None  # how many (flattened) outputs the first call returned: every call must return as many
+    shapes: tuple[Any, ...] | None = None  # the checked outputs' shapes at the first call: every call must give them
     point: tuple[list[Any], list[torch.Tensor]] | None = None  # leaves and outputs of the first forward (its graph)
     needs_grad: bool = False  # differentiates inside (fails with gradients off): evaluated with them on
     meta: Any = None  # the records' description of the inputs (made once by the caller)
@@ -152,11 +153,15 @@ class Problem:
                     "mask); return the same structure everywhere, e.g. pad or mask instead of dropping"))
             outs = self.select(flat)
             outs = outs if self.devices is None else [_to_cpu(o) for o in outs]
-        if self.outputs and any(torch.is_tensor(o) and o.shape != e.shape for o, e in zip(outs, self.outputs)):
-            k = next(k for k, (o, e) in enumerate(zip(outs, self.outputs)) if o.shape != e.shape)
+        shapes = self.shapes
+        if shapes is not None and (getattr(outs[0], "shape", None) != shapes[0] if len(outs) == 1
+                                   else tuple(getattr(o, "shape", None) for o in outs) != shapes):
+            k = next(k for k, (o, e) in enumerate(zip(outs, shapes)) if getattr(o, "shape", None) != e)
+            now = getattr(outs[k], "shape", None)
             raise EvaluationError("the function", OutputsChanged(
-                f"the function's output {k} has shape {tuple(self.outputs[k].shape)} at its first call and "
-                f"{tuple(outs[k].shape)} at another point. A gradient check compares outputs at nearby points, so "
+                f"the function's output {k} has shape {tuple(shapes[k])} at its first call and "
+                f"{type(outs[k]).__name__ if now is None else tuple(now)} at another point. A gradient check compares "
+                "outputs at nearby points, so "
                 "their shapes must not depend on the input values (a data-dependent slice, nonzero() or a boolean "
                 "mask); return the same shape everywhere, e.g. pad or mask instead of dropping elements"))
         if self.dead is not None:  # output elements not finite at the point: 0 in every evaluation (an output

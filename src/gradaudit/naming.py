@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .tolerances import Tolerance
+
 if TYPE_CHECKING:
     import torch
 
@@ -184,12 +186,10 @@ def literal(value: Any, depth: int = 0) -> str | None:
     None where any part cannot be written."""
     import torch
 
-    from .tolerances import Tolerance
-
-    if depth > 16:
-        return None
     if torch.is_tensor(value):
         return tensor_literal(value)
+    if depth > 16:
+        return None
     if isinstance(value, torch.Size):
         return f"torch.Size({list(value)!r})"
     if isinstance(value, Tolerance):
