@@ -919,3 +919,57 @@ def test_a_pairwise_loss_built_from_one_tensor_is_not_a_broadcast_finding():
         opt.step()
 
     assert audit_training(step, data(), model=model, optimizer=opt).findings == ()
+
+
+class Fourier(nn.Module):
+    """Learned frequencies w (K,) expand a time column t (B, 1) into features sin(t w) (B, K): an outer product on
+    purpose, then a linear head; forward gives (B,)."""
+
+    def __init__(self, k):
+        super().__init__()
+        torch.manual_seed(0)
+        self.w = nn.Parameter(torch.randn(k))
+        self.register_buffer("fixed", torch.arange(1.0, k + 1))
+        self.head = nn.Linear(k, 1)
+
+    def forward(self, t, scale=False):
+        if scale == "buffer":  # fixed frequencies, a buffer, scaled: no autograd history at all
+            w = 2 * torch.pi * self.fixed
+        else:
+            w = 2 * torch.pi * self.w if scale else self.w  # (K,) from the parameter alone
+        return self.head(torch.sin(t * w)).squeeze(-1)
+
+
+@pytest.mark.parametrize("scale", [False, True, "buffer"])
+def test_learned_features_broadcast_against_a_parameter_are_not_a_finding_when_the_batch_equals_k(scale):
+    # t (8, 1) * w (8,) -> (8, 8) has the shapes of the (N,1) - (N,) bug when the batch happens to be K = 8; w is
+    # the model's own parameter (or 2 pi w, made from it alone), not a per-sample value: before, broadcast_in_loss
+    model = Fourier(N)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step(batch):
+        x, y = batch
+        opt.zero_grad()
+        loss = mse(model(x[:, :1], scale), y)
+        loss.backward()
+        opt.step()
+
+    audit = audit_training(step, data(), model=model, optimizer=opt)
+    # (with the buffer's frequencies, w is unused: that is the one finding)
+    assert kinds(audit) == ({"param_no_grad"} if scale == "buffer" else set())
+
+
+def test_the_bug_is_still_found_next_to_a_parameter_broadcast():
+    # the same model, its (B,) prediction unsqueezed to (B, 1) against y (B,): the (8, 1) - (8,) grid is the bug
+    model = Fourier(N)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step(batch):
+        x, y = batch
+        opt.zero_grad()
+        loss = mse(model(x[:, :1]).unsqueeze(-1), y)
+        loss.backward()
+        opt.step()
+
+    audit = audit_training(step, data(), model=model, optimizer=opt)
+    assert wheres(audit, "broadcast_in_loss") == {"sub((8, 1), (8,)) -> (8, 8)"}

@@ -308,11 +308,13 @@ class _Watch(TorchFunctionMode):
                 aud.note_inplace(func, args)
             raise
         if isinstance(out, torch.Tensor):
+            aud.made(args, kwargs, (out,))
             if out.grad_fn is not None:
                 aud.track(func, args, kwargs, (out,))
-        elif isinstance(out, (tuple, list)) and out and torch.is_grad_enabled():
+        elif isinstance(out, (tuple, list)) and out:
+            aud.made(args, kwargs, out)
             outs = tuple(o for o in out if isinstance(o, torch.Tensor) and o.grad_fn is not None)
-            if outs:
+            if outs and torch.is_grad_enabled():
                 aud.track(func, args, kwargs, outs)
         return out
 
@@ -323,6 +325,7 @@ class _Auditor:
     def __init__(self, params: list[_Param], optimizers: Sequence[Any], accumulate: int):
         self.params = params
         self.by_id = {id(p.tensor): p for p in params}
+        self.own: set[int] = set()  # the model's other values: frozen parameters, buffers (see learned)
         self.optimizers = optimizers
         self.accumulate = accumulate
         self.busy = False
@@ -331,6 +334,8 @@ class _Auditor:
         self.probes: dict[int, list[weakref.ref[_Probe]]] = {}
         self.handles: list[Any] = []
         self.grids: dict[str, _Op] = {}
+        # the step's tensors made from the parameters alone (see learned), by id; weak, so none is kept alive
+        self.params_only: dict[int, weakref.ref[torch.Tensor]] = {}
         self.inplace: tuple[str, str, str | None, int] | None = None  # leaf, op, location, step
         # per node run in backward, in order: its op, the sums of its incoming and of its outgoing gradients
         self.backward_log: list[tuple[_Op, list[torch.Tensor], list[torch.Tensor]]] = []
@@ -399,7 +404,8 @@ class _Auditor:
         op = _Op(name, inputs, tuple(outs[0].shape), self.step, len(self.ops), _user_location())
         if name in BROADCASTING and len(inputs) >= 2:
             pair = (0, 1) if name != "where" else (1, 2)
-            if len(inputs) > pair[1] and not _one_storage(tensors[pair[0]], tensors[pair[1]]):
+            if (len(inputs) > pair[1] and not _one_storage(tensors[pair[0]], tensors[pair[1]])
+                    and not self.learned(tensors[pair[0]]) and not self.learned(tensors[pair[1]])):
                 op.grid = _grid(inputs[pair[0]], inputs[pair[1]])
         self.ops.append(op)
         nodes: list[Any] = []
@@ -411,6 +417,32 @@ class _Auditor:
             probe = _Probe(self, op)
             self.handles.append(node.register_hook(probe))
             self.probes.setdefault(self.step, []).append(weakref.ref(probe))
+
+    def made(self, args: Sequence[Any], kwargs: Mapping[str, Any], outs: Sequence[Any]) -> None:
+        """Outputs of an op whose tensor operands (positional, or in a list, or keywords) are all the model's own
+        values are too (see learned)."""
+        some = False
+        for a in itertools.chain(args, kwargs.values()):
+            for t in a if isinstance(a, (tuple, list)) else (a,):
+                if isinstance(t, torch.Tensor):
+                    if not self.learned(t):
+                        return
+                    some = True
+        if some:
+            for o in outs:
+                if isinstance(o, torch.Tensor):
+                    self.params_only[id(o)] = weakref.ref(o)
+
+    def learned(self, t: torch.Tensor) -> bool:
+        """Whether *t* is made from the model's own values alone (a parameter, a buffer, a view of one, or an op's
+        output whose tensor operands all are), not a per-sample one. Learned features t (B, 1) *
+        w (K,) broadcast a batch column against such a tensor on purpose, and had the (N, 1) - (N,) bug's shapes
+        when the batch happened to equal K; the bug compares two per-sample values."""
+        base = t if t._base is None else t._base
+        if id(base) in self.by_id or id(base) in self.own:
+            return True
+        ref = self.params_only.get(id(t))  # (by identity: a tensor's == is elementwise)
+        return ref is not None and ref() is t
 
     def note_inplace(self, func: Any, args: Sequence[Any]) -> None:
         if self.inplace is not None or not args or not isinstance(args[0], torch.Tensor):
@@ -436,6 +468,7 @@ class _Auditor:
     def before_step(self, s: int) -> None:
         self.step = s
         self.backward_log = []
+        self.params_only = {}  # (a tensor kept from an earlier step and used again is then a per-sample one: found)
         for p in self.params:
             p.lazy_g, p.lazy_pre, p.lazy_reset = [], None, []
             if not p.changed:
@@ -865,6 +898,8 @@ def audit_training(step: Callable[[Any], Any], batches: Iterable[Any], *, model:
     held = {id(t) for opt in optimizers for g in opt.param_groups for t in g["params"]}
     plist = [_Param(n, t, (id(t) in held) if optimizers else None) for n, t in trainable]
     aud = _Auditor(plist, optimizers, accumulate)
+    if model is not None:
+        aud.own = {id(t) for t in itertools.chain(model.parameters(), model.buffers())}
     name = str(getattr(step, "__qualname__", None) or type(step).__name__)
     code = getattr(step, "__code__", None)
     source = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else ""
