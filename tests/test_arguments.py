@@ -371,3 +371,31 @@ def test_check_modules_rerun_line_repeats_the_tolerance_and_the_expectation():
     assert wrong.verdict == "fail" and "expected=[torch.tensor([[0.0, 0.0, 0.0]]" in wrong.rerun
     loose = ga.check_module(model, (x,), lambda y: y.sum(), tolerance=ga.Tolerance(0.0, 1e-6, why="a reason"))
     assert "tolerance=ga.Tolerance(atol=0.0, rtol=1e-06, why='a reason')" in loose.rerun
+
+
+def test_numpy_scalars_are_taken_as_the_numbers_they_hold():
+    # np.int64(3) is what arithmetic on arrays returns; before, seed=np.int64(3) was refused as "not a non-negative
+    # integer", np.float32 rtol as "not a finite number", ratio=np.float64(3) likewise, steps=np.int64(2) too
+    np = pytest.importorskip("numpy")
+    x = torch.tensor([0.3, 0.7], dtype=torch.float64, requires_grad=True)
+    res = ga.check(lambda x: (x * x).sum(), (x,), seed=np.int64(3), timeout=np.float32(30.0))
+    assert res.ok
+    assert "requires_grad=True),), seed=3, timeout=30.0)  # fn: <lambda>" in res.records[0].rerun  # pasteable
+    tol = ga.Tolerance(atol=np.float64(0.0), rtol=np.float32(0.5), why="a float32 kernel")
+    assert type(tol.rtol) is float and tol.rtol == 0.5  # (0.5 is exact in float32)
+    assert ga.LadderTolerance(ratio=np.float32(3.0), why="measured").ratio == 3.0
+    assert ga.compare(torch.exp, torch.exp, (x,), ratio=np.float64(3.0), seed=np.int64(2)).ok
+    model = torch.nn.Linear(2, 1).double()
+    assert ga.check_module(model, (torch.ones(3, 2, dtype=torch.float64),), seed=np.int32(1), order=np.int64(1)).ok
+    steps = []
+    audit = ga.audit_training(steps.append, [1, 2, 3], params={"w": torch.zeros(1, requires_grad=True)},
+                              steps=np.int64(2))
+    assert len(steps) == 2 and audit.steps_run == 2
+
+
+def test_a_numpy_bool_or_array_is_still_not_a_seed():
+    np = pytest.importorskip("numpy")
+    x = torch.tensor([0.3], dtype=torch.float64, requires_grad=True)
+    for bad in (np.bool_(True), np.array([1, 2]), np.float64(3.0)):
+        with pytest.raises(ga.SpecError, match="seed must be a non-negative integer"):
+            ga.check(lambda x: x.sum(), (x,), seed=bad)

@@ -32,6 +32,7 @@ from .tolerances import (
     STRUCTURE_ULPS,
     Tolerance,
     ToleranceUsed,
+    plain,
     require_why,
     resolve,
     with_rtol,
@@ -487,6 +488,7 @@ def check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, mode: Mode = "
     key), everything else reaches *fn* unchanged; *fn* always runs on private copies.
     """
     _refuse_unknown(unknown, "ga.check")
+    seed, timeout, order = plain(seed), plain(timeout), plain(order)
     _validate(fn, mode, order, seed, tolerance, nondet_tol, forward_ad, name, timeout)
     if kwargs is not None and not (isinstance(kwargs, Mapping) and all(isinstance(k, str) for k in kwargs)):
         raise SpecError(f"kwargs must be a dict of keyword arguments for fn, e.g. {{'dim': 1}}; got {kwargs!r}.",
@@ -1360,7 +1362,10 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
                     "loss_fn, mode, seed, kwargs (for the forward), tolerance, forward_ad, order, expected, "
                     "nondet_tol, name and timeout")
     tolerance, nondet_tol = options.get("tolerance"), options.get("nondet_tol")
-    forward_ad, order, name = options.get("forward_ad", False), options.get("order", 1), options.get("name")
+    forward_ad, order, name = options.get("forward_ad", False), plain(options.get("order", 1)), options.get("name")
+    seed = plain(seed)
+    if options.get("timeout") is not None:
+        options["timeout"] = plain(options["timeout"])
     _validate(model, mode, order, seed, tolerance, nondet_tol, forward_ad, name, options.get("timeout"))
     who = describe(model)
     call = ("ga.check_module(model, inputs" + (", loss_fn" if loss_fn is not None else "")

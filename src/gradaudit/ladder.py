@@ -88,6 +88,7 @@ from .tolerances import (
     LADDER_TOP_ULPS,
     Tolerance,
     ToleranceUsed,
+    plain,
 )
 from .tolerances import (
     LADDER_STATISTIC as STATISTIC,
@@ -133,9 +134,10 @@ class LadderTolerance:
 
     def __post_init__(self) -> None:
         for name in ("ratio", "floor_ulps", "max_ratio", "top_ulps"):
-            value = getattr(self, name)
+            value = plain(getattr(self, name))
             if value is None:
                 continue
+            object.__setattr__(self, name, value)
             positive = name in ("ratio", "max_ratio")
             if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
                     or value < 0 or (positive and value == 0)):
@@ -941,6 +943,7 @@ def _compare(candidate: Callable[..., Any], reference: Callable[..., Any], input
              names: Sequence[str] | None, name: str | None) -> LadderResult:
     import torch
 
+    ratio, seed = plain(ratio), plain(seed)  # (NumPy scalars as the numbers they hold)
     xs, labels, rule, rungs = _validate(candidate, reference, inputs, dtypes, ratio, seed, tolerance, names, name)
     dev = _device(device, xs)
     start = time.perf_counter()

@@ -15,11 +15,24 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from .errors import SpecError
 
 Kind = Literal["autograd_vs_expected", "evidence_vs_expected", "autograd_vs_evidence", "observation", "nondeterminism"]
+
+
+def plain(value: Any) -> Any:
+    """A NumPy scalar (np.int64(3), np.float32(0.5): what arithmetic on arrays returns) as the Python number it
+    holds, so that the checks of numbers below take it and records and re-run lines write 3, not np.int64(3);
+    anything else unchanged (a NumPy bool stays one, and is refused where a number is wanted)."""
+    kind = type(value)
+    if kind.__module__ == "numpy" and getattr(value, "shape", None) == () and hasattr(value, "item"):
+        import numbers
+
+        if isinstance(value, numbers.Real):  # (Integral is Real)
+            return value.item()  # type: ignore[attr-defined]
+    return value
 
 
 @dataclass(frozen=True)
@@ -32,7 +45,8 @@ class Tolerance:
 
     def __post_init__(self) -> None:
         for name in ("atol", "rtol"):
-            value = getattr(self, name)
+            value = plain(getattr(self, name))
+            object.__setattr__(self, name, value)  # (a NumPy scalar as the Python number it holds)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise SpecError(f"{name} must be a finite number >= 0; got {value!r}.", field="tolerance")
         if self.why is not None and (not isinstance(self.why, str) or not self.why.strip()):

@@ -53,7 +53,7 @@ from torch.overrides import TorchFunctionMode
 from . import judge as J
 from .errors import SpecError
 from .record import Record
-from .tolerances import MIN_KEPT_NODES, MIN_VISIBLE_LR
+from .tolerances import MIN_KEPT_NODES, MIN_VISIBLE_LR, plain
 
 KINDS: tuple[str, ...] = (
     "grad_accumulates", "broadcast_in_loss", "graph_kept_alive", "param_not_in_optimizer", "param_no_grad",
@@ -893,6 +893,7 @@ def audit_training(step: Callable[[Any], Any], batches: Iterable[Any], *, model:
     A step that raises the in-place leaf RuntimeError ends the audit with that finding; any other
     exception of the step propagates (after everything installed is removed).
     """
+    steps, accumulate = plain(steps), plain(accumulate)  # (NumPy integers as the ints they hold)
     optimizers = _validate(step, model, params, optimizer, steps, accumulate)
     trainable, frozen = _named(model, params, optimizers)
     held = {id(t) for opt in optimizers for g in opt.param_groups for t in g["params"]}
