@@ -263,3 +263,19 @@ def test_write_results_takes_one_result_and_refuses_a_non_iterable_with_a_spec_e
     assert [r.verdict for r in ga.read_results(path)[1]] == ["pass"]
     with pytest.raises(ga.SpecError, match="write_results takes"):
         ga.write_results(tmp_path / "s.jsonl", None)
+
+
+def test_write_results_of_nothing_refuses_and_keeps_an_earlier_file(tmp_path, cli):
+    # ga.write_results(path, []) wrote a file that gradaudit report then refused ("holds no records"), replacing
+    # whatever the path held
+    import torch
+
+    import gradaudit as ga
+
+    path = ga.write_results(tmp_path / "r.jsonl",
+                            ga.check(torch.sin, (torch.tensor([0.5], dtype=torch.float64, requires_grad=True),)))
+    before = path.read_bytes()
+    with pytest.raises(ga.SpecError, match="no records.*was not written"):
+        ga.write_results(path, [])
+    assert path.read_bytes() == before
+    assert cli("report", str(path)).code == 0

@@ -338,6 +338,10 @@ def write_results(path: str | Path, items: Iterable[Any], *, environment: Mappin
         raise SpecError(f"write_results takes a list of records and check results (or one result); got "
                         f"{type(items).__name__}.", field="items")
     records = records_of(items)
+    if not records:  # (gradaudit report refuses a file without records: none is written, an earlier one is kept)
+        raise SpecError("write_results was given no records (an empty list, or results that hold none), so there "
+                        "is nothing to report; pass the records of at least one check (ga.run(...), ga.check(...)). "
+                        f"{str(path)!r} was not written.", field="items")
     env = dict(environment) if environment is not None else env_block()
     header = {"environment": env, "targets": sorted({r.suite for r in records}), "summary": summarize(records)}
     write_atomic(path, results_text(records, header))
