@@ -237,3 +237,17 @@ def test_the_example_ledger_folder_passes(tmp_path):
     cases = _junit(tmp_path / "report.xml")
     assert sorted(name for _, name in cases) == ["mse_gradient_at_w1", "mse_gradient_at_zero", "mse_gradient_formula"]
     assert all(list(c) == [] for c in cases.values())
+
+
+def test_a_check_named_with_double_colons_can_be_run_again_by_its_re_run_line(tmp_path):
+    # "::" separates the parts of a pytest node id: the item "grad::wrong" printed the re-run line
+    # `python -m pytest g.gradaudit.json::grad::wrong`, which pytest answered with "not found"
+    (tmp_path / "g.gradaudit.json").write_text(
+        '{"checks": [{"name": "grad::wrong", "function": "x*x", "x": 3.0, "analytical_gradient": 9,'
+        ' "derivation": "a wrong 3x = 9 (2x = 6)"}]}')
+    res = _pytest(tmp_path, "-rA")
+    assert res.returncode == 1, res.stdout + res.stderr
+    line = [s for s in res.stdout.splitlines() if "re-run:" in s][0]
+    assert line.strip() == "re-run:     python -m pytest 'g.gradaudit.json::grad: :wrong'"
+    again = _pytest(tmp_path, "g.gradaudit.json::grad: :wrong")  # the node id of that line, as the shell passes it
+    assert _summary(again.stdout) == "1 failed", again.stdout + again.stderr
