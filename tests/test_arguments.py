@@ -399,3 +399,32 @@ def test_a_numpy_bool_or_array_is_still_not_a_seed():
     for bad in (np.bool_(True), np.array([1, 2]), np.float64(3.0)):
         with pytest.raises(ga.SpecError, match="seed must be a non-negative integer"):
             ga.check(lambda x: x.sum(), (x,), seed=bad)
+
+
+class _SparseGradDouble(torch.autograd.Function):
+    """y = 2 x, its backward returned as a sparse tensor (as Embedding(sparse=True) does): FACTOR times g."""
+
+    FACTOR = 2.0
+
+    @staticmethod
+    def forward(ctx, x):
+        return 2 * x
+
+    @staticmethod
+    def backward(ctx, g):
+        return (_SparseGradDouble.FACTOR * g).to_sparse()
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_a_sparse_gradient_is_judged_by_its_values(mode, monkeypatch):
+    # comparing a sparse gradient raised NotImplementedError ('aten::equal' on SparseCPU) from gradaudit's own code;
+    # its values are now judged: Embedding(sparse=True) passes (dL/dW[i] = 2 W[i] times the times row i is looked up,
+    # for L = sum(W[idx]^2)), and a sparse 2.5 g for y = 2 x fails
+    idx = torch.tensor([[1, 2], [2, 4]])
+    emb = torch.nn.Embedding(6, 3, sparse=True).double()
+    assert ga.check_module(emb, (idx,), lambda o: o.pow(2).sum(), mode=mode).ok
+    res = ga.check(_SparseGradDouble.apply, (_x(),), mode=mode)
+    assert res.ok
+    monkeypatch.setattr(_SparseGradDouble, "FACTOR", 2.5)
+    res = ga.check(_SparseGradDouble.apply, (_x(),), mode=mode)
+    assert res.verdict == "fail"

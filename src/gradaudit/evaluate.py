@@ -386,16 +386,20 @@ def plain(grads: Any) -> tuple[Any, ...]:
     """Gradients without a graph: a backward that differentiates inside (a recomputing checkpoint, with
     create_graph=True) returns gradients that require grad, and reading one as a number warns. And with
     storage: autograd's efficient zeros (a ZeroTensor: torch.sgn's backward for a real input) cannot be read
-    (tolist raised, an error where gradcheck passes), so they become plain zeros."""
+    (tolist raised, an error where gradcheck passes), so they become plain zeros. A sparse gradient (an
+    Embedding with sparse=True) is its dense equivalent: its values are judged (comparing it crashed; gradcheck
+    refuses its layout)."""
+    import torch
+
     out = []
     for g in grads:
         if g is not None:
             if g.requires_grad:
                 g = g.detach()
             if g._is_zerotensor():
-                import torch
-
                 g = torch.zeros(g.shape, dtype=g.dtype, device=g.device)
+            elif g.layout != torch.strided:
+                g = g.to_dense()
         out.append(g)
     return tuple(out)
 
