@@ -1220,3 +1220,51 @@ def test_a_projections_still_and_moved_shares_are_computed_once_per_set_of_moved
     assert len(calls) == before + 2
     assert third is not None and third[0] == 0.0 and third[1] == pytest.approx(
         1e-14 * math.cos(0.3) + 1e-19 * math.exp(0.3), rel=1e-12)
+
+
+class _OffLinear(torch.autograd.Function):
+    """y = x w^T with dL/dw OFF times too large (relative); a float32 model's layer."""
+
+    OFF = 3e-3
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x @ w.t()
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g @ w, (g.t() @ x) * (1 + _OffLinear.OFF)
+
+
+class _F32Net(torch.nn.Module):
+    """_OffLinear (3 -> 2), BatchNorm1d(2) (float32 running statistics), tanh; in float32 like most models."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.tensor([[0.5, -1.0, 2.0], [0.3, 0.2, -0.7]]))
+        self.norm = torch.nn.BatchNorm1d(2)
+        self.scale = torch.nn.Parameter(torch.tensor(1.5), requires_grad=False)  # frozen, float32
+
+    def forward(self, x):
+        return torch.tanh(self.norm(_OffLinear.apply(x, self.w)) * self.scale)
+
+
+@pytest.mark.parametrize("input_dtype", [torch.float32, torch.float64])
+def test_a_float32_model_is_checked_in_float64_with_its_buffers_and_inputs(input_dtype, monkeypatch):
+    # the parameters ran in float64 but the inputs, buffers and frozen parameters stayed float32: the forward failed
+    # (float != double), the check fell back to float32 evidence and passed a 0.3% bug (a fresh-eyes audit); a
+    # float32 model given float64 inputs ended in an error verdict. Now the model runs as model.double() would
+    torch.manual_seed(0)
+    model, x = _F32Net(), torch.randn(4, 3).to(input_dtype)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    loss = lambda out: out.pow(2).sum()  # noqa: E731
+    res = ga.check_module(model, (x,), loss)
+    assert res.verdict == "fail" and res.records[0].evidence.precision == "float64"
+    assert {m.input for m in res.mismatches} == {"w"}
+    monkeypatch.setattr(_OffLinear, "OFF", 0.0)
+    assert ga.check_module(model, (x,), loss).ok
+    after = model.state_dict()  # the caller's model: float32 still, its running statistics unmoved
+    assert all(after[k].dtype == v.dtype and torch.equal(after[k], v) for k, v in before.items())
+    assert x.dtype == input_dtype

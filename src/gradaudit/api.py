@@ -1341,17 +1341,27 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
     names = list(params)
 
     buffers = dict(model.named_buffers())
+    frozen = {n: p for n, p in model.named_parameters() if not p.requires_grad}
+    own = {p.dtype for p in params.values()}  # the parameters' own dtypes (float32 for a float32 model)
 
-    def private(t: torch.Tensor) -> torch.Tensor:
+    def private(t: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+        if dtype is not None and t.is_floating_point() and t.dtype != dtype:
+            return t.detach().to(dtype).requires_grad_(t.requires_grad)  # (a copy)
         return t.detach().clone().requires_grad_(t.requires_grad)
 
     def fn(*values: torch.Tensor) -> Any:
         # fresh copies of the buffers at every evaluation: batch norm in train() mode updates its running
         # statistics in place, and neither the model nor the next evaluation may see that; of the inputs and
         # keyword tensors too (a first ReLU(inplace=True) writes to its input: the caller's tensor doubled at
-        # every evaluation, and the check saw a different input each time)
-        state = {**{n: b.clone() for n, b in buffers.items()}, **dict(zip(names, values))}
-        positional, named = tree_map_only(torch.Tensor, private, (args, forward_kwargs))
+        # every evaluation, and the check saw a different input each time). Where the check runs the parameters
+        # in float64 (a float32 or bfloat16 model), the model runs as model.double() would, on its inputs in
+        # float64: its floating buffers, frozen parameters, inputs and keyword tensors too (before, the forward
+        # failed on float != double and the check fell back to float32 evidence, which passed a 0.3% bug)
+        dtype = values[0].dtype if values and values[0].is_floating_point() and values[0].dtype not in own else None
+        state = {**{n: private(b, dtype) for n, b in buffers.items()},
+                 **({n: private(p, dtype) for n, p in frozen.items()} if dtype is not None else {}),
+                 **dict(zip(names, values))}
+        positional, named = tree_map_only(torch.Tensor, lambda t: private(t, dtype), (args, forward_kwargs))
         out = torch.func.functional_call(model, state, positional, named)
         return loss_fn(out) if loss_fn is not None else out
 
