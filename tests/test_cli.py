@@ -107,6 +107,53 @@ def test_interrupted_run_leaves_earlier_results(cli, ledger, tmp_path, monkeypat
     assert out.read_text() == "earlier\n"
 
 
+def test_an_interrupt_while_the_reports_render_writes_none_of_them(cli, tmp_path, monkeypatch):
+    # the JSON records were written before the HTML was rendered (matplotlib plots: a second or more); Ctrl-C then
+    # left the new JSON beside the old HTML, JUnit and Markdown, and said "nothing was written" (a fresh-eyes audit)
+    paths = {kind: tmp_path / f"r.{kind}" for kind in ("jsonl", "html", "xml", "md")}
+    for path in paths.values():
+        path.write_text("earlier\n")
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("gradaudit.render.html.render_html", interrupted)
+    res = cli("run", "quickstart", "--json", str(paths["jsonl"]), "--html", str(paths["html"]), "--junit",
+              str(paths["xml"]), "--markdown", str(paths["md"]))
+    assert res.code == 130 and "nothing was written" in res.err
+    assert all(path.read_text() == "earlier\n" for path in paths.values())
+
+
+def test_an_interrupt_while_writing_says_which_files_were_written(cli, tmp_path, monkeypatch):
+    import gradaudit.ledger
+
+    written = []
+    real = gradaudit.ledger.write_atomic
+
+    def second_interrupted(path, text):
+        if written:
+            raise KeyboardInterrupt
+        real(path, text)
+        written.append(path)
+
+    monkeypatch.setattr(gradaudit.ledger, "write_atomic", second_interrupted)
+    json_path, md_path = tmp_path / "r.jsonl", tmp_path / "r.md"
+    md_path.write_text("earlier\n")
+    res = cli("run", "quickstart", "--json", str(json_path), "--markdown", str(md_path))
+    assert res.code == 130
+    assert f"interrupted after writing {json_path}; any other results file named keeps its earlier contents" in res.err
+    assert md_path.read_text() == "earlier\n" and json_path.read_text().startswith("{")
+
+
+def test_notebook_output_naming_its_ledger_is_refused(cli, ledger):
+    # gradaudit notebook --from L -o L replaced the ledger with the notebook (rc 0)
+    path = ledger('{"function": "x*x", "x": 3.0, "analytical_gradient": 6, "derivation": "2x"}')
+    before = path.read_bytes()
+    res = cli("notebook", "--from", str(path), "-o", str(path))
+    assert res.code == 2 and "name the same file" in res.err
+    assert path.read_bytes() == before
+
+
 def test_list_and_check_filter(cli):
     res = cli("run", "quickstart", "--list")
     assert res.code == 0 and "accumulation: two fresh passes without reset" in res.out
@@ -279,3 +326,28 @@ def test_write_results_of_nothing_refuses_and_keeps_an_earlier_file(tmp_path, cl
         ga.write_results(path, [])
     assert path.read_bytes() == before
     assert cli("report", str(path)).code == 0
+
+
+def test_ctrl_c_while_a_notebook_executes_is_an_interrupt_not_the_kernels_errors(monkeypatch):
+    # Ctrl-C during `gradaudit notebook --execute` ended in ZMQError / DeadKernelError tracebacks and exit 1:
+    # nbclient turns the KeyboardInterrupt into its own errors while it shuts the kernel down
+    import signal
+
+    nbclient = pytest.importorskip("nbclient")
+    from gradaudit.render import notebook as nbr
+
+    class Client:
+        def __init__(self, *a, **k):
+            pass
+
+        def execute(self, **k):
+            try:  # SIGINT arriving: its handler called as Python calls it (no real signal: pytest's own is safe)
+                signal.getsignal(signal.SIGINT)(signal.SIGINT, None)
+            except KeyboardInterrupt:
+                raise RuntimeError("Kernel died before replying to kernel_info") from None
+
+    monkeypatch.setattr(nbclient, "NotebookClient", Client)
+    handler = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        nbr.execute(nbr.build(("quickstart",), ()))
+    assert signal.getsignal(signal.SIGINT) is handler  # restored

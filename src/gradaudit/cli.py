@@ -105,27 +105,40 @@ def _distinct_outputs(reading: tuple[str, ...] = (), **paths: str | None) -> Non
         seen[real] = name
 
 
-def _write_reports(records: list[Any], header: dict[str, Any], html_path: str | None, junit_path: str | None,
-                   markdown_path: str | None) -> list[str]:
-    """Render the records to each requested file (atomically); return what was written."""
-    from .ledger import write_atomic
+#: the results files this command has written so far (what an interrupt message says)
+_WRITTEN: list[str] = []
 
-    written = []
+
+def _render_reports(records: list[Any], header: dict[str, Any], html_path: str | None, junit_path: str | None,
+                    markdown_path: str | None) -> list[tuple[str, str, str]]:
+    """Each requested report as (path, text, what to say once written), rendered before any is written."""
+    out = []
     if html_path:
         from .render.html import render_html
 
-        write_atomic(html_path, render_html(records, header))
-        written.append(f"html: {html_path}")
+        out.append((html_path, render_html(records, header), f"html: {html_path}"))
     if junit_path:
         from .render.junit import junit_xml
 
-        write_atomic(junit_path, junit_xml(records, header))
-        written.append(f"junit: {junit_path}")
+        out.append((junit_path, junit_xml(records, header), f"junit: {junit_path}"))
     if markdown_path:
         from .render.markdown import markdown
 
-        write_atomic(markdown_path, markdown(records, header))
-        written.append(f"markdown: {markdown_path}")
+        out.append((markdown_path, markdown(records, header), f"markdown: {markdown_path}"))
+    return out
+
+
+def _write_all(outputs: list[tuple[str, str, str]]) -> list[str]:
+    """Write every rendered file (each atomically), all of them rendered first: an interrupt while the slow
+    reports (HTML plots) were rendered replaced the JSON records and left the older HTML beside them, the
+    message saying nothing was written. Returns what was written."""
+    from .ledger import write_atomic
+
+    written = []
+    for path, text, said in outputs:
+        write_atomic(path, text)
+        _WRITTEN.append(path)
+        written.append(said)
     return written
 
 
@@ -186,7 +199,7 @@ def run(targets: tuple[str, ...], json_path: str | None, html_path: str | None, 
         timeout: float | None, max_elements: int) -> None:
     """Run the checks of built-in SUITES or ledger FILES (default: every built-in suite)."""
     from .env import environment
-    from .ledger import results_text, write_atomic
+    from .ledger import results_text
     from .record import run_failed, summarize
     from .render.facts import environment_lines
     from .render.text import make_console, render
@@ -226,11 +239,9 @@ def run(targets: tuple[str, ...], json_path: str | None, html_path: str | None, 
     counts = summarize(records)
     header = {"environment": env, "targets": [label for label, _ in loaded], "summary": counts}
     render(records, console, repro=repro, environment_lines=() if quiet else environment_lines(env), quiet=quiet)
-    written = []
-    if json_path:  # after the table: a file that cannot be written does not hide the results
-        write_atomic(json_path, results_text(records, header))
-        written.append(f"records: {json_path}")
-    written += _write_reports(records, header, html_path, junit_path, markdown_path)
+    # after the table: a file that cannot be written does not hide the results
+    outputs = [(json_path, results_text(records, header), f"records: {json_path}")] if json_path else []
+    written = _write_all(outputs + _render_reports(records, header, html_path, junit_path, markdown_path))
     for line in written:
         console.print(clean(line), highlight=False, markup=False)
     if not any(r.executed and r.verdict != "skipped" for r in records):
@@ -267,7 +278,7 @@ def report(results: str, html_path: str | None, junit_path: str | None, markdown
         if run_failed(summarize(records)):
             sys.exit(EXIT_CHECK_FAILED)
         return
-    for line in _write_reports(records, header, html_path, junit_path, markdown_path):
+    for line in _write_all(_render_reports(records, header, html_path, junit_path, markdown_path)):
         click.echo(line)
 
 
@@ -290,6 +301,7 @@ def notebook(output: str, execute: bool, suite_names: tuple[str, ...], ledgers: 
     for name in suite_names:
         if not suites.known(name):
             raise SpecError(f"there is no built-in suite '{name}'; built-in suites: {', '.join(suites.names())}.")
+    _distinct_outputs(ledgers, output=output)  # (-o naming a --from ledger replaced it with the notebook)
     nb = nbr.build(suite_names, ledgers)
     if execute:
         nbr.execute(nb, cwd=Path(output).resolve().parent)
@@ -438,6 +450,7 @@ _TORCH_COMMANDS = {"run", "plan", "steps", "env", "notebook"}
 
 
 def _main(argv: list[str] | None) -> None:
+    _WRITTEN.clear()
     try:
         args = sys.argv[1:] if argv is None else argv
         if args and args[0] in _TORCH_COMMANDS and not {"--help", "-h"} & set(args):
@@ -446,8 +459,12 @@ def _main(argv: list[str] | None) -> None:
             import_torch()  # before the command: Ctrl-C in torch's own import would abort the process
         cli.main(args=argv, prog_name="gradaudit", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):
-        click.echo("interrupted: nothing was written; results files are replaced only when a run completes, so "
-                   "earlier ones are untouched.", err=True)
+        if _WRITTEN:
+            click.echo(f"interrupted after writing {', '.join(clean(p, newlines=False) for p in _WRITTEN)}; any other "
+                       "results file named keeps its earlier contents.", err=True)
+        else:
+            click.echo("interrupted: nothing was written; results files are replaced only when a run completes, so "
+                       "earlier ones are untouched.", err=True)
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()

@@ -11,12 +11,13 @@ inputs; then gradaudit's comparison table for the same check. A check whose func
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import html
 import keyword
 import pprint
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -451,7 +452,13 @@ def execute(nb: Any, *, timeout: int = 600, cwd: str | Path | None = None) -> An
     # error verdict): kept, as the learner's own code would show it; any other cell raising is a failure
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(cwd or Path.cwd())}}, **kwargs)
-    client.execute(env={**os.environ, **KERNEL_ENV})
+    with _interrupts() as interrupted:
+        try:
+            client.execute(env={**os.environ, **KERNEL_ENV})
+        except Exception:
+            if interrupted:  # Ctrl-C, which nbclient's shutdown of the kernel turns into ZMQError, DeadKernelError, ...
+                raise KeyboardInterrupt from None
+            raise
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code" or cell.get("metadata", {}).get("gradaudit", {}).get("channel"):
             continue
@@ -462,6 +469,28 @@ def execute(nb: Any, *, timeout: int = 600, cwd: str | Path | None = None) -> An
                                      f"{out.get('ename')}: {out.get('evalue')}. Write it without --execute to "
                                      "inspect it.")
     return nb
+
+
+@contextlib.contextmanager
+def _interrupts() -> Iterator[list[bool]]:
+    """A list that holds True once SIGINT arrived (which still raises KeyboardInterrupt); in the main thread only."""
+    import signal
+    import threading
+
+    seen: list[bool] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield seen
+        return
+
+    def on_interrupt(signum: int, frame: Any) -> None:
+        seen.append(True)
+        signal.default_int_handler(signum, frame)
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _kernel_config() -> Any:
