@@ -351,3 +351,68 @@ def test_ctrl_c_while_a_notebook_executes_is_an_interrupt_not_the_kernels_errors
     with pytest.raises(KeyboardInterrupt):
         nbr.execute(nbr.build(("quickstart",), ()))
     assert signal.getsignal(signal.SIGINT) is handler  # restored
+
+
+def _results_lines(cli, tmp_path, target="tutorial"):
+    path = tmp_path / "r.jsonl"
+    assert cli("run", target, "--json", str(path), "-q").code in (0, 1)
+    return path, [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _rewrite(path, lines):
+    path.write_text("".join(json.dumps(obj) + "\n" for obj in lines))
+
+
+def test_a_record_whose_outcome_contradicts_its_verdict_is_refused(cli, tmp_path):
+    # a hand edit of "outcome" to "passed" on a failing record: the row said fail, the summary "passed", exit 0 and
+    # JUnit failures="0" (a fresh-eyes audit); the tutorial's expected failure has verdict fail, outcome expected
+    # failures
+    path, lines = _results_lines(cli, tmp_path)
+    kept = [i for i, obj in enumerate(lines) if obj.get("outcome") == "expected failures"]
+    assert kept
+    lines[kept[0]]["outcome"] = "passed"
+    _rewrite(path, lines)
+    for argv in (("report", str(path)), ("report", str(path), "--junit", str(tmp_path / "r.xml"))):
+        res = cli(*argv)
+        assert res.code == 2 and "has verdict 'fail' and outcome 'passed', which disagree" in res.err
+    assert not (tmp_path / "r.xml").exists()
+
+
+def test_an_expected_error_that_is_not_an_object_is_refused_not_a_crash(cli, tmp_path):
+    # "expect_error": "RuntimeError" passed the schema and every renderer raised AttributeError
+    path, lines = _results_lines(cli, tmp_path, "quickstart")
+    lines[1]["expect_error"] = "RuntimeError"
+    _rewrite(path, lines)
+    res = cli("report", str(path))
+    assert res.code == 2 and "has expect_error 'RuntimeError'" in res.err
+
+
+def test_a_results_header_with_the_callers_own_environment_renders(cli, tmp_path):
+    # ga.write_results(path, records, environment={...}) is documented; report then raised KeyError: 'torch'
+    import gradaudit as ga
+
+    path, _ = _results_lines(cli, tmp_path, "quickstart")
+    _, records = ga.read_results(path)
+    own = ga.write_results(tmp_path / "own.jsonl", records, environment={"ci_job": "42"})
+    res = cli("report", str(own))
+    assert res.code == 0 and "ci_job: 42" in res.out and "6 passed, 0 failed" in res.out
+    for option, name in (("--html", "r.html"), ("--junit", "r.xml"), ("--markdown", "r.md")):
+        assert cli("report", str(own), option, str(tmp_path / name)).code == 0
+
+
+@pytest.mark.parametrize("environment", ['"x"', '{"torch": 5}', '{"accelerators": {"cuda": 1}}'])
+def test_a_malformed_results_environment_is_refused(cli, tmp_path, environment):
+    path, lines = _results_lines(cli, tmp_path, "quickstart")
+    lines[0]["environment"] = json.loads(environment)
+    _rewrite(path, lines)
+    res = cli("report", str(path))
+    assert res.code == 2 and "the run header's environment" in res.err and "Traceback" not in res.err
+
+
+@pytest.mark.parametrize("environment", [{1, 2}, [1, 2], "ci"])
+def test_write_results_refuses_an_environment_that_is_not_a_dict(tmp_path, environment):
+    import gradaudit as ga
+
+    with pytest.raises(ga.SpecError, match="environment must be a dict"):
+        ga.write_results(tmp_path / "r.jsonl", [], environment=environment)
+    assert not (tmp_path / "r.jsonl").exists()

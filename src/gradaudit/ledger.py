@@ -337,6 +337,10 @@ def write_results(path: str | Path, items: Iterable[Any], *, environment: Mappin
     elif isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
         raise SpecError(f"write_results takes a list of records and check results (or one result); got "
                         f"{type(items).__name__}.", field="items")
+    if environment is not None and not (isinstance(environment, Mapping)
+                                        and all(isinstance(k, str) for k in environment)):
+        raise SpecError(f"environment must be a dict of facts with string keys (what ga.env gives, or your own, such "
+                        f"as {{'ci_job': '42'}}); got {type(environment).__name__}.", field="environment")
     records = records_of(items)
     if not records:  # (gradaudit report refuses a file without records: none is written, an earlier one is kept)
         raise SpecError("write_results was given no records (an empty list, or results that hold none), so there "
@@ -346,6 +350,40 @@ def write_results(path: str | Path, items: Iterable[Any], *, environment: Mappin
     header = {"environment": env, "targets": sorted({r.suite for r in records}), "summary": summarize(records)}
     write_atomic(path, results_text(records, header))
     return Path(path)
+
+
+def _contradiction(record: Record) -> str | None:
+    """What in a record the schema admits but gradaudit never writes, which the reports would contradict: an
+    outcome that is not its verdict's (a hand edit of "outcome" to "passed" left the row saying fail, the summary
+    and exit code saying pass, JUnit 0 failures), an expected error that is not {"type": ..., ...} (every renderer
+    crashed on a string)."""
+    from .judge import outcome
+
+    expect = record.expect if isinstance(record.expect, str) else "fail"
+    if record.outcome != outcome(record.verdict, expect):
+        return (f"has verdict {record.verdict!r} and outcome {record.outcome!r}, which disagree (verdict "
+                f"{record.verdict!r} with expect {expect!r} is outcome {outcome(record.verdict, expect)!r})")
+    error = record.expect_error
+    if error is not None and not (isinstance(error, dict) and isinstance(error.get("type"), str)):
+        return f"has expect_error {error!r}, where gradaudit writes an object {{\"type\": \"RuntimeError\", ...}}"
+    return None
+
+
+def _environment_error(env: Any) -> str | None:
+    """What is wrong with a results header's environment, for the renderers (None: nothing). Absent, or a dict whose
+    own keys (env.environment's) hold what the renderers read: python, platform and torch dicts, accelerators a dict
+    of dicts; the caller's other keys anything JSON."""
+    if env is None:
+        return None
+    if not isinstance(env, dict):
+        return f"must be a JSON object; got {type(env).__name__}"
+    for key in ("python", "platform", "torch", "accelerators"):
+        if key in env and not isinstance(env[key], dict):
+            return f"field {key!r} must be a JSON object; got {type(env[key]).__name__}"
+    accelerators = env.get("accelerators") or {}
+    if not all(isinstance(a, dict) for a in accelerators.values()):
+        return "field 'accelerators' must map each name to a JSON object"
+    return None
 
 
 def read_results(path: str | Path) -> tuple[dict[str, Any], list[Record]]:
@@ -374,6 +412,11 @@ def read_results(path: str | Path) -> tuple[dict[str, Any], list[Record]]:
             raise SpecError(f"line {n} {exc.bare_message}", where=str(path)) from None
         kind = obj.get("kind") if isinstance(obj, dict) else None
         if kind == "run":
+            env = obj.get("environment")
+            broken = _environment_error(env)
+            if broken:
+                raise SpecError(f"line {n}: the run header's environment {broken}. Re-create the file with "
+                                "gradaudit run ... --json PATH, or ga.write_results(path, records).", where=str(path))
             header = obj
         elif kind == "record":
             broken = schema_error(obj)
@@ -382,10 +425,15 @@ def read_results(path: str | Path) -> tuple[dict[str, Any], list[Record]]:
                                 "Re-create the file with this version of gradaudit (gradaudit run ... --json PATH).",
                                 where=str(path))
             try:
-                records.append(Record.from_dict(obj))
+                record = Record.from_dict(obj)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise SpecError(f"line {n} is not a gradaudit record of schema version {SCHEMA_VERSION}: {exc}. "
                                 "Re-create the file with this version of gradaudit.", where=str(path)) from None
+            contradiction = _contradiction(record)
+            if contradiction:
+                raise SpecError(f"line {n} (check {record.check!r}) {contradiction}; the file was edited or damaged. "
+                                "Re-create it with gradaudit run ... --json PATH.", where=str(path))
+            records.append(record)
         else:
             raise SpecError(f"line {n} is neither a run header nor a record (a JSON object with \"kind\": \"run\" "
                             f"or \"record\"); got {type(obj).__name__}"

@@ -4,17 +4,34 @@ from __future__ import annotations
 
 from typing import Any
 
+#: the environment block's own keys (env.environment); any other key is the caller's (write_results(environment=))
+KNOWN = ("id", "gradaudit", "python", "platform", "torch", "accelerators", "created", "argv")
+
 
 def environment_lines(block: dict[str, Any]) -> list[str]:
-    """A few human lines about the environment."""
-    t = block["torch"]
-    lines = [f"gradaudit {block['gradaudit']} · Python {block['python']['version']} · "
-             f"torch {t['version']} · {block['platform']['description']} · env {block['id']}"]
-    for name, acc in block["accelerators"].items():
-        lines.append(f"{name}: compiled with {acc['compiled_with'] or 'nothing'}; "
-                     f"available {'yes' if acc['available'] else 'no'}; "
-                     f"devices {', '.join(acc['devices']) or 'none'}; "
-                     f"ready {'yes' if acc.get('ready') else 'no'} ({acc.get('ready_detail', '')})")
+    """A few human lines about the environment; facts the block does not hold are left out (a block given to
+    ga.write_results(environment=...) holds what its caller put there, and crashed the report), the caller's own
+    keys said as they are."""
+    def part(*keys: str) -> Any:
+        value: Any = block
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
+
+    facts = [f"{label}{value}" for label, value in (
+        ("gradaudit ", part("gradaudit")), ("Python ", part("python", "version")), ("torch ", part("torch", "version")),
+        ("", part("platform", "description")), ("env ", part("id"))) if value is not None]
+    lines = [" · ".join(facts)] if facts else []
+    accelerators = part("accelerators")
+    for name, acc in (accelerators.items() if isinstance(accelerators, dict) else ()):
+        if isinstance(acc, dict):
+            devices = acc.get("devices")
+            listed = ", ".join(map(str, devices)) if isinstance(devices, list) and devices else "none"
+            lines.append(f"{name}: compiled with {acc.get('compiled_with') or 'nothing'}; "
+                         f"available {'yes' if acc.get('available') else 'no'}; "
+                         f"devices {listed}; "
+                         f"ready {'yes' if acc.get('ready') else 'no'} ({acc.get('ready_detail', '')})")
+    lines += [f"{key}: {value}" for key, value in block.items() if key not in KNOWN and key != "kind"]
     return lines
 
 
