@@ -416,3 +416,40 @@ def test_write_results_refuses_an_environment_that_is_not_a_dict(tmp_path, envir
     with pytest.raises(ga.SpecError, match="environment must be a dict"):
         ga.write_results(tmp_path / "r.jsonl", [], environment=environment)
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_control_characters_in_any_field_of_a_results_file_stay_escaped(cli, tmp_path):
+    # method, dtype, device and the evidence's scheme held ESC/BEL that reached the terminal raw, and the JUnit XML
+    # was not well-formed (a fresh-eyes audit; names and derivations were already escaped)
+    import xml.etree.ElementTree as ET
+
+    path, lines = _results_lines(cli, tmp_path)
+    hostile = "vjp\u001b]0;pwned\u0007\u001b[2J"
+    for obj in lines[1:]:
+        obj["method"] = hostile
+        obj["dtype"] = "float64\u001b[31m"
+        for meta in obj.get("inputs") or []:
+            meta["device"] = "cpu\u0007"
+    _rewrite(path, lines)
+    res = cli("report", str(path))
+    assert "\u001b" not in res.out and "\u0007" not in res.out and "\\x1b]0;pwned" in res.out
+    assert cli("report", str(path), "--junit", str(tmp_path / "r.xml")).code == 0
+    text = (tmp_path / "r.xml").read_text()
+    assert "\u001b" not in text and ET.fromstring(text.split("\n", 1)[1]) is not None
+
+
+def test_a_lone_surrogate_in_a_name_is_written_and_read_back(cli, tmp_path):
+    # a check named from a file name that is not UTF-8 (os.fsdecode gives lone surrogates) crashed every writer with
+    # UnicodeEncodeError; the JSON now holds its escape and reads back as the same string, the reports show it escaped
+    import torch
+
+    import gradaudit as ga
+
+    name = "sin\udcff"
+    res = ga.check(torch.sin, (torch.tensor([0.5], dtype=torch.float64, requires_grad=True),), name=name)
+    path = ga.write_results(tmp_path / "r.jsonl", res)
+    assert ga.read_results(path)[1][0].check == name
+    shown = cli("report", str(path))
+    assert shown.code == 0 and "sin\\udcff" in shown.out
+    for option, out in (("--html", "r.html"), ("--junit", "r.xml"), ("--markdown", "r.md")):
+        assert cli("report", str(path), option, str(tmp_path / out)).code == 0

@@ -281,7 +281,8 @@ def write_atomic(path: str | Path, text: str) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         _clean_stale(target.parent, target.name)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        # (a lone surrogate, from a file name that is not UTF-8, say, written as its escape: it crashed the write)
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
             umask = os.umask(0)
             os.umask(umask)
             os.fchmod(fh.fileno(), 0o666 & ~umask)  # mkstemp makes 0600: give results the usual permissions

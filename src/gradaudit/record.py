@@ -316,8 +316,16 @@ def from_json(tp: Any, data: Any) -> Any:
 
 
 def dumps(value: Any, **kwargs: Any) -> str:
-    """``json.dumps`` that never writes bare NaN/Infinity."""
-    return json.dumps(to_json(value), allow_nan=False, ensure_ascii=False, **kwargs)
+    """``json.dumps`` that never writes bare NaN/Infinity; text as it is, but a lone surrogate (a name from a file
+    name that is not UTF-8) as JSON's escape for it, which reads back as the same string (raw, it could not be
+    written as UTF-8)."""
+    data = to_json(value)
+    text = json.dumps(data, allow_nan=False, ensure_ascii=False, **kwargs)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(data, allow_nan=False, ensure_ascii=True, **kwargs)
+    return text
 
 
 def schema() -> dict[str, Any]:

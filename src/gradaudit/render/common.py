@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 MAX_INLINE = 4
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# (and lone surrogates, which no terminal or UTF-8 file can take: a name from a file name that is not UTF-8)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def clean(text: Any, *, newlines: bool = True) -> str:

@@ -15,7 +15,7 @@ def case_name(r: Record) -> str:
     name = clean(r.check, newlines=False)
     if r.input:
         name += f" [{clean(r.input, newlines=False)}]"
-    return f"{name} · {r.method}"
+    return f"{name} · {clean(r.method, newlines=False)}"
 
 
 def junit_xml(records: Sequence[Record], header: Mapping[str, Any] | None = None) -> str:
@@ -40,7 +40,7 @@ def junit_xml(records: Sequence[Record], header: Mapping[str, Any] | None = None
         for r in recs:
             case = ET.SubElement(node, "testcase", classname=f"gradaudit.{suite}", name=case_name(r),
                                  time=f"{float(r.elapsed_s or 0.0):.6f}")
-            report = "\n".join(detail_lines(r))
+            report = "\n".join(clean(line) for line in detail_lines(r))  # (XML takes no control character)
             outcome = r.outcome
             if outcome in ("failed", "unexpected passes"):
                 counts["failures"] += 1

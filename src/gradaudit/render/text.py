@@ -111,11 +111,12 @@ def check_name(r: Record) -> str:
 
 def row(r: Record) -> list[str]:
     disc = r.discrepancy
-    return [
-        _verdict_cell(r), check_name(r), clean(r.method, newlines=False), str(r.stored_or_returned or "—"),
+    # every cell cleaned: a results file may hold control characters in any string field the schema admits
+    # (method, dtype, device, ...), and a hand-edited one reached the terminal raw (a fresh-eyes audit)
+    return [clean(cell, newlines=False) for cell in (
+        _verdict_cell(r), check_name(r), r.method, str(r.stored_or_returned or "—"),
         _expected_cell(r), _observed_cell(r), fmt_number(disc.max_abs) if disc else "—",
-        tolerance_cell(r.tolerance), _shape(r), _meta(r, "dtype"), _meta(r, "device"),
-    ]
+        tolerance_cell(r.tolerance), _shape(r), _meta(r, "dtype"), _meta(r, "device"))]
 
 
 def table(records: Sequence[Record], *, title: str | None = None) -> Any:
@@ -306,7 +307,7 @@ def check_report(res: CheckResult) -> str:
         lines += error_lines(r.error, "  ")
     if res.rerun and not res.ok:
         lines.append(f"re-run: {clean(res.rerun, newlines=False)}")
-    return "\n".join(lines)
+    return "\n".join(clean(line) for line in lines)
 
 
 def rich_text(text: str) -> str:
@@ -349,8 +350,9 @@ def stacked(records: Sequence[Record], width: int = 80) -> list[str]:
 def render(records: Sequence[Record], console: Any, *, title: str | None = None,
            repro: Mapping[str, str] | None = None, environment_lines: Iterable[str] = (), quiet: bool = False) -> None:
     """Print the table, the details of every non-passing record, and the summary line."""
+    # (every line cleaned once more where it is printed: clean leaves what it cleaned as it is)
     for line in environment_lines:
-        console.print(line, highlight=False, markup=False)
+        console.print(clean(line, newlines=False), highlight=False, markup=False)
     # quiet: only what makes the run fail (failed, errors, unexpected passes, inconclusive)
     shown = [r for r in records if OUTCOMES.get(r.outcome, False)] if quiet else list(records)
     if shown:
@@ -358,12 +360,12 @@ def render(records: Sequence[Record], console: Any, *, title: str | None = None,
             console.print(table(shown, title=title))
         else:
             for line in stacked(shown, console.width):
-                console.print(line, highlight=False, markup=False, soft_wrap=True)
+                console.print(clean(line), highlight=False, markup=False, soft_wrap=True)
     for r in (shown if quiet else records):
         if needs_detail(r):
             console.print()
             for line in detail_lines(r, repro=(repro or {}).get(r.check)):
-                console.print(line, highlight=False, markup=False, soft_wrap=True)
+                console.print(clean(line), highlight=False, markup=False, soft_wrap=True)
     if shown or not quiet:
         console.print()
     console.print(summary_line(summarize(list(records))), highlight=False, markup=False)
