@@ -131,3 +131,17 @@ def test_notebook_without_execute_has_no_outputs(cli, tmp_path):
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
     assert cli("notebook", "-o", str(path), "--suite", "nope").code == 2
     assert os.path.exists(path)
+
+
+def test_markdown_keeps_user_text_as_text(recs):
+    # a check named with HTML and Markdown became a live <img onerror> and bold text once rendered (a fresh-eyes
+    # audit); rendered by markdown-it (CommonMark, as rich ships it), the name reads as it was written
+    import dataclasses
+
+    markdown_it = pytest.importorskip("markdown_it")
+    name = "x <img src=x onerror=alert(1)> **bold** [link](http://e.x) `code` a|b"
+    text = markdown([dataclasses.replace(recs[0], check=name)])
+    html = markdown_it.MarkdownIt("commonmark").enable("table").render(text)
+    cell = [line for line in html.splitlines() if "onerror" in line]
+    assert cell == ["<td>x &lt;img src=x onerror=alert(1)&gt; **bold** [link](http://e.x) `code` a|b [x]</td>"]
+    assert "<img" not in html and "<a " not in html and "<code>" not in html
