@@ -277,3 +277,22 @@ def test_nonfinite_values_are_not_plotted_as_numbers():
     data = discrepancy_data(r)
     assert data is not None and data.differences[0] == 0.0 and math.isnan(data.differences[1])
     assert data.allowed == [None, None]  # no tolerance recorded: no band drawn
+
+
+@pytest.mark.parametrize("name", ["cost$\\frac$", "$x^{2$", "a\x1bb\x07c"])
+def test_a_plot_draws_user_text_literally_without_warnings(name):
+    # a name with $...$ was read as mathtext, failed to parse and its plot was silently dropped; one with ESC/BEL
+    # made matplotlib warn "Glyph 27 missing" from our call (tests run with warnings as errors) and the SVG held
+    # them raw (a fresh-eyes audit)
+    import dataclasses
+    import warnings
+
+    pytest.importorskip("matplotlib")
+    from gradaudit.render.plots import discrepancy_svg
+
+    failing = next(r for r in records() if r.check == "claims [2, 5, 6]" and r.method == "backward")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        svg = discrepancy_svg(dataclasses.replace(failing, check=name, input=name))
+    assert svg is not None and svg.startswith("<svg")
+    assert "\x1b" not in svg and "\x07" not in svg

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import GradauditError
 from ..record import decode_float
+from .common import clean
 
 COLORS = {"float64": "#1f77b4", "float32": "#d62728", "float16": "#2ca02c", "bfloat16": "#9467bd"}
 
@@ -43,8 +44,8 @@ def step_plot(study: dict[str, Any], paths: Sequence[str | Path]) -> list[Path]:
             ax.axvline(opt["h"], color=color, linestyle=":", label=f"{dtype}: optimum h* = {opt['h']:.1e}")
     ax.set_xlabel("step h")
     ax.set_ylabel("|central difference − autograd (float64)|")
-    ax.set_title(f"d/d{study['input']} {study['function']} at "
-                 + ", ".join(f"{k}={v:g}" for k, v in study["at"].items()))
+    ax.set_title(_text(f"d/d{study['input']} {study['function']} at "
+                       + ", ".join(f"{k}={v:g}" for k, v in study["at"].items())))
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
@@ -96,7 +97,7 @@ def ladder_svgs(records: Sequence[Any]) -> list[tuple[str, str]]:
             points = [(rungs.index(str(r.details.get("rung"))), float(r.details["ratio"]), r.verdict)
                       for r in recs if str(r.details.get("quantity")) == q]
             points.sort()
-            ax.plot([p[0] for p in points], [max(p[1], 1e-3) for p in points], "o-", label=q)
+            ax.plot([p[0] for p in points], [max(p[1], 1e-3) for p in points], "o-", label=_text(q))
             for x, y, verdict in points:
                 if verdict == "fail":
                     ax.plot([x], [max(y, 1e-3)], "x", color="#cf222e", markersize=12)
@@ -104,9 +105,9 @@ def ladder_svgs(records: Sequence[Any]) -> list[tuple[str, str]]:
         if isinstance(ratio, (int, float)):
             ax.axhline(ratio, color="black", linestyle="--", linewidth=1, label=f"allowed ratio {ratio:g}")
         ax.set_yscale("log")
-        ax.set_xticks(range(len(rungs)), rungs)
+        ax.set_xticks(range(len(rungs)), [_text(r) for r in rungs])
         ax.set_ylabel("candidate / baseline mean |error|")
-        ax.set_title(f"precision ladder: {name}", fontsize=9)
+        ax.set_title(_text(f"precision ladder: {name}"), fontsize=9)
         ax.legend(fontsize=7, loc="best")
         fig.tight_layout()
         out.append((f"precision ladder: {name}", _svg(fig)))
@@ -277,9 +278,16 @@ def _symlog_ticks(linthresh: float, top: float) -> tuple[list[float], float]:
     return sorted(ticks), 10.0 ** hi
 
 
+def _text(text: Any) -> str:
+    """User text as matplotlib draws it literally: control characters as escapes (matplotlib warned "Glyph 27
+    missing" from our call, and the SVG held them raw) and $ escaped (a name such as cost$\\frac$ was read as
+    mathtext, failed to parse, and its plot was dropped)."""
+    return clean(text, newlines=False).replace("$", r"\$")
+
+
 def _short(text: str, n: int = 72) -> str:
     text = " ".join(str(text).split())
-    return text if len(text) <= n else text[: n - 1] + "…"
+    return _text(text if len(text) <= n else text[: n - 1] + "…")
 
 
 def discrepancy_svg(record: Any) -> str | None:
@@ -351,13 +359,13 @@ def discrepancy_svg(record: Any) -> str | None:
         ax.set_xlabel(f"the {n} worst recorded comparisons (of {data.total})", fontsize=8)
     else:
         if n <= 24:
-            ax.set_xticks(xs, data.labels, fontsize=7)
+            ax.set_xticks(xs, [_text(lab) for lab in data.labels], fontsize=7)
         else:
             from matplotlib.ticker import FuncFormatter, MaxNLocator
 
             ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
             ax.xaxis.set_major_formatter(FuncFormatter(
-                lambda v, _pos: data.labels[int(v)] if 0 <= int(v) < n and v == int(v) else ""))
+                lambda v, _pos: _text(data.labels[int(v)]) if 0 <= int(v) < n and v == int(v) else ""))
         shown = "" if n == data.total else f" — {n} of {data.total} shown (the first {MAX_POINTS} and every " \
                                                 "recorded mismatch)"
         ax.set_xlabel("element (flat index)" + shown, fontsize=8)
@@ -367,7 +375,7 @@ def discrepancy_svg(record: Any) -> str | None:
         ylabel += f"\n(symlog, linear within ±{linthresh:.1e})"
     ax.set_ylabel(ylabel, fontsize=8)
     ax.tick_params(axis="y", labelsize=7)
-    title = f"{_short(record.check, 56)} — d/d{_short(record.input or '', 16)} by {record.method}"
+    title = f"{_short(record.check, 56)} — d/d{_short(record.input or '', 16)} by {_text(record.method)}"
     if hatched:
         title += "\nhatched: the evidence term is the record's largest bound (an upper estimate)"
     ax.set_title(title, fontsize=8, loc="left")
