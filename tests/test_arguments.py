@@ -428,3 +428,20 @@ def test_a_sparse_gradient_is_judged_by_its_values(mode, monkeypatch):
     monkeypatch.setattr(_SparseGradDouble, "FACTOR", 2.5)
     res = ga.check(_SparseGradDouble.apply, (_x(),), mode=mode)
     assert res.verdict == "fail"
+
+
+def test_records_state_the_callers_dtype_and_shape_and_the_expectation_compared():
+    # a float32 input was recorded (and shown) as float64, a complex (2,) one as (2, 2) float64: the evidence copies';
+    # an expected= record showed None and None beside the expectation given (fresh-eyes audit)
+    x32 = torch.tensor([0.5, 1.5], dtype=torch.float32, requires_grad=True)
+    res = ga.check(lambda x: (x ** 3).sum(), (x32,), expected=[[0.75, 6.75]])  # 3 x^2
+    for rec in res.records:
+        assert (rec.dtype, rec.shape) == ("float32", (2,))
+        assert [(m.dtype, m.shape) for m in rec.inputs] == [("float32", (2,))]
+    vjp, by_hand = res.records
+    assert vjp.evidence.precision == "float64"  # the evidence's own precision, beside it
+    assert by_hand.method == "autograd.grad" and by_hand.expected_value == [0.75, 6.75]
+    assert by_hand.observed_gradient == pytest.approx([0.75, 6.75], rel=1e-6)
+    z = torch.tensor([0.5 + 1j, -1.0 + 0.25j], dtype=torch.complex128, requires_grad=True)
+    rec = ga.check(lambda z: (z * z.conj()).real.sum(), (z,)).records[0]
+    assert (rec.dtype, rec.shape) == ("complex128", (2,))

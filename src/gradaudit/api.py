@@ -177,6 +177,9 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
     promoted, devices = E.on_cpu([_evidence_copy(x, real=i in complex_in) for i, x in enumerate(xs)])
     problem = Problem(call, promoted, labels, diff, rng_seed=seed, devices=devices,
                       rng_devices=tuple(sorted({x.device.index or 0 for x in xs if torch.is_tensor(x) and x.is_cuda})))
+    problem.given = [(tuple(x.shape), str(x.dtype).removeprefix("torch."))
+                     if torch.is_tensor(x) and (x.dtype != p.dtype or x.shape != p.shape) else None
+                     for x, p in zip(xs, promoted)]
     if complex_in:
         problem.notes.append("complex input(s) " + ", ".join(repr(labels[i]) for i in complex_in) + " checked as "
                              "their real and imaginary parts (element [..., 0] real, [..., 1] imaginary): "
@@ -862,10 +865,10 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                                           "relative to max(1, |x|))", tol, mode, who, label, repro))
             findings.append(f)
     if expected is not None:
-        for j, (f, etol) in _expected(problem, expected).items():
+        for j, (f, etol, want, got) in _expected(problem, expected).items():
             records.append(_method_record(problem, j, f, "autograd.grad", "autograd's gradient against the "
                                           "expectation given in expected=", etol, mode, who, label, repro,
-                                          expected=expected[problem.diff.index(j)]))
+                                          expected=expected[problem.diff.index(j)], compared=(want, got)))
             findings.append(f)
     return records, findings
 
@@ -1146,16 +1149,17 @@ def _check_expected(problem: Problem) -> None:
         raise SpecError("expected= applies to a function with one scalar output.", field="expected")
 
 
-def _expected(problem: Problem, expected: Sequence[Any]) -> dict[int, tuple[Findings, ToleranceUsed]]:
+def _expected(problem: Problem, expected: Sequence[Any]
+              ) -> dict[int, tuple[Findings, ToleranceUsed, torch.Tensor, torch.Tensor]]:
     """An analytical expectation per checked input (scalar output) against autograd, with the
-    autograd-vs-expectation table."""
+    autograd-vs-expectation table; and the two gradients compared (expected, autograd's), for the record."""
     import torch
 
     xs = problem.leaves()
     with torch.enable_grad():
         out = problem.call(*xs)[0].reshape(())
     grads = grad(out, [xs[i] for i in problem.diff], allow_unused=True)
-    found: dict[int, tuple[Findings, ToleranceUsed]] = {}
+    found: dict[int, tuple[Findings, ToleranceUsed, torch.Tensor, torch.Tensor]] = {}
     for pos, j in enumerate(problem.diff):
         x = problem.inputs[j]
         etol = resolve("autograd_vs_expected", str(x.dtype).removeprefix("torch."))
@@ -1165,7 +1169,7 @@ def _expected(problem: Problem, expected: Sequence[Any]) -> dict[int, tuple[Find
         judged = J.judge(got, want, etol, numeric=None)
         f.add(judged, got, want, output=0, rows=torch.zeros((), dtype=torch.long),
               cols=torch.arange(x.numel()).reshape(x.shape))
-        found[j] = (f, etol)
+        found[j] = (f, etol, want, got)
     return found
 
 
@@ -1174,8 +1178,10 @@ def _expected(problem: Problem, expected: Sequence[Any]) -> dict[int, tuple[Find
 def _problem_meta(problem: Problem) -> tuple[InputMeta, ...]:
     """The inputs' metadata, as every record of one check states it (made once per check)."""
     if problem.meta is None:
-        problem.meta = _inputs_meta(problem.inputs, problem.names, problem.diff,
-                                    [problem.device_of(j) for j in range(len(problem.inputs))])
+        meta = _inputs_meta(problem.inputs, problem.names, problem.diff,
+                            [problem.device_of(j) for j in range(len(problem.inputs))])
+        problem.meta = tuple(m if given is None else replace(m, shape=given[0], dtype=given[1])
+                             for m, given in zip(meta, problem.given or [None] * len(meta)))
     return problem.meta  # type: ignore[no-any-return]
 
 
@@ -1254,13 +1260,23 @@ def _vjp_record(problem: Problem, j: int, f: Findings, mode: str, tol: Tolerance
         derivation="autograd's backward (vᵀJ with random non-unit v) against finite differences",
         method="vjp", stored_or_returned="returned", tolerance=tol, source=repro, executed=True,
         verdict=f.verdict, outcome=J.outcome(f.verdict), reason=_summary(f, mode),  # type: ignore[arg-type]
-        shape=tuple(x.shape), dtype=dtype, device=problem.device_of(j), mode=mode,
+        shape=_given(problem, j)[0], dtype=_given(problem, j)[1], device=problem.device_of(j), mode=mode,
         evidence=_evidence(info, mode, dtype, bound), discrepancy=f.discrepancy(KEEP, kept), rerun=repro,
         elapsed_s=None)
 
 
+def _given(problem: Problem, j: int) -> tuple[tuple[int, ...], str]:
+    """Input j's shape and dtype as the caller gave it (the evidence's copy may be float64, or a real view)."""
+    given = problem.given[j] if problem.given else None
+    x = problem.inputs[j]
+    return given if given is not None else (tuple(x.shape), str(x.dtype).removeprefix("torch."))
+
+
 def _method_record(problem: Problem, j: int, f: Findings, method: str, derivation: str, tol: ToleranceUsed, mode: str,
-                   who: Described, label: str, repro: str, expected: Any = None) -> Record:
+                   who: Described, label: str, repro: str, expected: Any = None,
+                   compared: tuple[torch.Tensor, torch.Tensor] | None = None) -> Record:
+    """A record of another method than the vjp; with *compared* (expected=): the expected gradient and autograd's,
+    as the record's expected and observed values (the report showed None and None beside the expectation given)."""
     x = problem.inputs[j]
     dtype = str(x.dtype).removeprefix("torch.")
     from .record import to_json
@@ -1272,10 +1288,12 @@ def _method_record(problem: Problem, j: int, f: Findings, method: str, derivatio
         suite="check", check=label, function=who.source, function_name=who.name,
         inputs=_problem_meta(problem), input=problem.names[j],
         analytical_gradient=None if expected is None else to_json(expected),
+        expected_value=None if compared is None else to_json(compared[0].tolist()),
+        observed_gradient=None if compared is None else to_json(compared[1].tolist()),
         derivation=derivation, method=method, stored_or_returned="returned", tolerance=tol, source=repro,
         executed=True, verdict=f.verdict, outcome=J.outcome(f.verdict), reason=_summary(f),  # type: ignore[arg-type]
-        shape=tuple(x.shape), dtype=dtype, device=problem.device_of(j), mode=mode, evidence=evidence,
-        discrepancy=f.discrepancy(KEEP), rerun=repro)
+        shape=_given(problem, j)[0], dtype=_given(problem, j)[1], device=problem.device_of(j), mode=mode,
+        evidence=evidence, discrepancy=f.discrepancy(KEEP), rerun=repro)
 
 
 def _labelled(fn: Callable[..., Any], inputs: Sequence[Any] | Any, kwargs: Mapping[str, Any] | None,

@@ -79,6 +79,9 @@ class Problem:
     point: tuple[list[Any], list[torch.Tensor]] | None = None  # leaves and outputs of the first forward (its graph)
     needs_grad: bool = False  # differentiates inside (fails with gradients off): evaluated with them on
     meta: Any = None  # the records' description of the inputs (made once by the caller)
+    # per input, the shape and dtype the caller gave (None: as in inputs), for the records: the evidence copies are
+    # float64, a complex one its real view (a float32 input was recorded as float64, a complex (2,) as (2, 2))
+    given: list[tuple[tuple[int, ...], str] | None] | None = None
     # per output, the flat elements that are not finite at the point (None: every one is), when some but not all
     # are: every evaluation reads 0 there (call), as do the outputs at the point, and no mode judges their rows
     dead: list[torch.Tensor | None] | None = None
