@@ -1268,3 +1268,18 @@ def test_a_float32_model_is_checked_in_float64_with_its_buffers_and_inputs(input
     after = model.state_dict()  # the caller's model: float32 still, its running statistics unmoved
     assert all(after[k].dtype == v.dtype and torch.equal(after[k], v) for k, v in before.items())
     assert x.dtype == input_dtype
+
+
+def test_a_pass_on_low_precision_evidence_says_how_large_a_difference_it_accepted(monkeypatch):
+    # a function that refuses float64 (it closes over float32 data) is checked on float32 evidence, whose bound let a
+    # backward 0.3% off pass, the report saying only "all within the allowance" (a fresh-eyes audit)
+    torch.manual_seed(0)
+    data = torch.randn(4, 3)  # float32, closed over
+    w = torch.randn(2, 3, requires_grad=True)
+    monkeypatch.setattr(_OffLinear, "OFF", 3e-3)
+    res = ga.check(lambda w: torch.tanh(_OffLinear.apply(data, w)).pow(2).sum(), (w,))
+    rec = res.records[0]
+    assert rec.evidence.precision == "float32"
+    assert res.ok  # float32 evidence cannot resolve 0.3% here (float64 evidence fails it: the test above)
+    assert "differences up to 0.003 of an entry were accepted (rtol 1.3e-06" in rec.reason
+    assert "give the function float64 inputs" in rec.reason
