@@ -1283,3 +1283,32 @@ def test_a_pass_on_low_precision_evidence_says_how_large_a_difference_it_accepte
     assert res.ok  # float32 evidence cannot resolve 0.3% here (float64 evidence fails it: the test above)
     assert "differences up to 0.003 of an entry were accepted (rtol 1.3e-06" in rec.reason
     assert "give the function float64 inputs" in rec.reason
+
+
+class _SquareSumOff(torch.autograd.Function):
+    """sum(x^2) with the gradient of element 2 0.1% too large."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return (x * x).sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        d = 2 * x
+        d[2] = d[2] * 1.001
+        return g * d
+
+
+def test_a_directional_failure_names_its_values_weighted_gradients():
+    # directional mode's located values are (vᵀJ)_i, the gradient weighted by the random output weight (0.288 at
+    # x = 3, whose gradient is 6); its table called them numeric and autograd, and a reader took them for the
+    # gradient (a fresh-eyes audit). Full mode shows the entry itself: 6 against 6.006
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=F64, requires_grad=True)
+    full = str(ga.check(_SquareSumOff.apply, (x,), mode="full"))
+    assert "| numeric | autograd |" in full and "vᵀJ" not in full.split("evidence:")[1]
+    assert "x | (2,) | 0 | () | 6 | 6.006 |" in full
+    text = str(ga.check(_SquareSumOff.apply, (x,), mode="directional"))
+    assert "element | numeric vᵀJ | autograd vᵀJ | abs | rel | allowed | verdict" in text
+    assert "(vᵀJ: each element's gradient weighted by the random output weights v" in text

@@ -34,6 +34,7 @@ from .evaluate import SMALL_BATCH, Info, Problem, batched_outputs
 from .findings import Findings, unravel
 from .numeric import ridders_tableau, truncation
 from .record import Comparison, Location
+from .render.common import WEIGHTED
 from .tolerances import (
     KINK_REL,
     RESOLVE,
@@ -1807,7 +1808,7 @@ def _bisect(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, phi_for:
               torch.tensor(out["numeric"] / size, dtype=torch.float64),
               output=None, rows=torch.tensor(-1), cols=torch.tensor(lo if index is None else int(index[lo])),
               slopes=slopes,
-              note="vᵀJ at this element (v: the random output weights)")
+              note=WEIGHTED)
         f.total -= 1  # f.total is the element count, set by the caller; add() counted this element again
     if not f.failed and not f.inconclusive:
         f.extra.append(_projection(f, last, "projection",

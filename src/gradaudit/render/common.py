@@ -19,6 +19,10 @@ MAX_INLINE = 4
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
+#: the note of a directional check's located element (directional._bisect), whose values are vᵀJ there
+WEIGHTED = "vᵀJ at this element (v: the random output weights)"
+
+
 def clean(text: Any, *, newlines: bool = True) -> str:
     """*text* with control characters (ESC, bell, bidi overrides, ...) written as escapes; tabs kept;
     newlines kept when *newlines* (else escaped too)."""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..record import OUTCOMES, Comparison, Discrepancy, Record, summarize, summary_line
 from ..tolerances import ToleranceUsed
-from .common import clean, fmt_number, fmt_value, idx, pct, plural, rel_text
+from .common import WEIGHTED, clean, fmt_number, fmt_value, idx, pct, plural, rel_text
 
 if TYPE_CHECKING:
     from ..api import CheckResult
@@ -256,6 +256,13 @@ def mismatch_lines(d: Discrepancy, indent: str = "  ", *, located: bool = False)
         outputs = any(c.output is not None for c in worst)
         ref_name = "numeric" if worst[0].reference_kind == "numeric" else "expected"
         obs_name = "autograd" if located else "observed"
+        if any(WEIGHTED in (c.reason or "") for c in worst[:SHOWN]):
+            # a directional check's located elements: (vᵀJ)_i, not a Jacobian entry (a reader took 0.288 for the
+            # gradient 6 of x² at 3; its sign and size move with the seed's v)
+            ref_name, obs_name = f"{ref_name} vᵀJ", f"{obs_name} vᵀJ"
+            out.append(f"{indent}(vᵀJ: each element's gradient weighted by the random output weights v, as the "
+                       "directional check compares it; mode='full' "
+                       "shows every Jacobian entry)")
         head = ("input | element | output | output element | " if outputs else "element | ")
         out.append(f"{indent}  {head}{ref_name} | {obs_name} | abs | rel | allowed | verdict")
         for c in worst[:SHOWN]:
