@@ -453,3 +453,19 @@ def test_a_lone_surrogate_in_a_name_is_written_and_read_back(cli, tmp_path):
     assert shown.code == 0 and "sin\\udcff" in shown.out
     for option, out in (("--html", "r.html"), ("--junit", "r.xml"), ("--markdown", "r.md")):
         assert cli("report", str(path), option, str(tmp_path / out)).code == 0
+
+
+def test_results_paths_are_str_path_or_bytes_and_anything_else_is_a_spec_error(tmp_path):
+    # ga.write_results(b"r.jsonl", ...) and (3, ...) raised a bare TypeError (a fresh-eyes audit)
+    import os
+
+    import torch
+
+    import gradaudit as ga
+
+    res = ga.check(torch.sin, (torch.tensor([0.5], dtype=torch.float64, requires_grad=True),))
+    written = ga.write_results(os.fsencode(tmp_path / "b.jsonl"), res)
+    assert written == tmp_path / "b.jsonl" and ga.read_results(os.fsencode(written))[1][0].verdict == "pass"
+    for bad in (3, None, ["r.jsonl"]):
+        with pytest.raises(ga.SpecError, match="the results path must be a str or a pathlib.Path"):
+            ga.write_results(bad, res)

@@ -234,10 +234,21 @@ def _expected_error(value: Any) -> ExpectedError:
 
 # -- results -------------------------------------------------------------------------
 
+def as_path(path: Any) -> Path:
+    """A results path as a Path: a str, a path object, or bytes (as open() takes them); anything else a SpecError
+    (an int or bytes raised a bare TypeError)."""
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, (str, os.PathLike)):
+        raise SpecError(f"the results path must be a str or a pathlib.Path; got {type(path).__name__} ({path!r}).",
+                        field="path")
+    return Path(path)
+
+
 def check_target(path: str | Path) -> Path:
     """The file a report will replace: a regular file or a new one, never a FIFO, device or directory.
     A symbolic link is followed (the link stays, its target is replaced). Returns the path to write."""
-    p = Path(path)
+    p = as_path(path)
     target = Path(os.path.realpath(p)) if p.is_symlink() else p
     try:
         mode = os.stat(target).st_mode
@@ -333,6 +344,7 @@ def write_results(path: str | Path, items: Iterable[Any], *, environment: Mappin
     from .env import environment as env_block
     from .record import summarize
 
+    path = as_path(path)
     if isinstance(items, Record) or hasattr(items, "records"):
         items = [items]  # one result (ga.check's, an audit) as it comes
     elif isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
@@ -389,7 +401,7 @@ def _environment_error(env: Any) -> str | None:
 
 def read_results(path: str | Path) -> tuple[dict[str, Any], list[Record]]:
     """Read a results file written by ``gradaudit run --json`` or ``ga.write_results``; returns (header, records)."""
-    p = Path(path)
+    p = as_path(path)
     try:
         # JSON Lines end at "\n" alone: str.splitlines() also breaks at U+2028, U+2029 and U+0085, which json.dumps
         # keeps raw inside strings (ensure_ascii=False), and a file gradaudit wrote could not be read back
