@@ -469,3 +469,17 @@ def test_results_paths_are_str_path_or_bytes_and_anything_else_is_a_spec_error(t
     for bad in (3, None, ["r.jsonl"]):
         with pytest.raises(ga.SpecError, match="the results path must be a str or a pathlib.Path"):
             ga.write_results(bad, res)
+
+
+def test_steps_refuses_clashing_outputs_and_a_point_that_is_not_finite(cli, tmp_path):
+    # --json and --plot naming one file wrote the plot over the study (rc 0); a plot under a file raised
+    # FileExistsError; --at x=nan printed "no optimum: f''' is 0 here" and "nanx its best" (a fresh-eyes audit)
+    (tmp_path / "file").write_text("kept\n")
+    same = str(tmp_path / "v.svg")
+    res = cli("steps", "sin(x)", "--at", "x=0.5", "--json", same, "--plot", same)
+    assert res.code == 2 and "name the same file" in res.err and not (tmp_path / "v.svg").exists()
+    res = cli("steps", "sin(x)", "--at", "x=0.5", "--plot", str(tmp_path / "file" / "x.png"))
+    assert res.code == 2 and "Not a directory" in res.err and (tmp_path / "file").read_text() == "kept\n"
+    for value in ("nan", "inf", "-inf"):
+        res = cli("steps", "sin(x)", "--at", f"x={value}")
+        assert res.code == 2 and "with a finite number" in res.err

@@ -350,10 +350,15 @@ def steps(function: str, at: tuple[str, ...], wrt: str | None, dtypes: tuple[str
     the V for each dtype, the best step measured and the theoretical optimum
     h* = (3 eps |f| / |f'''|)^(1/3). Example: gradaudit steps "sin(x)*exp(x)" --at x=0.7
     """
+    import math
+
     from .ledger import write_atomic
     from .record import dumps
     from .study import study
 
+    # each output its own regular file (--json and --plot naming one file wrote the plot over the study; a plot
+    # under a file raised FileExistsError), checked before any work
+    _distinct_outputs(json=json_path, **{f"plot {i + 1}": p for i, p in enumerate(plots)})
     point = {}
     for item in at:
         name, sep, value = item.partition("=")
@@ -361,8 +366,8 @@ def steps(function: str, at: tuple[str, ...], wrt: str | None, dtypes: tuple[str
             point[name.strip()] = float(value)
         except ValueError:
             sep = ""
-        if not sep:
-            raise SpecError(f"--at takes NAME=VALUE with a number, e.g. --at x=0.7; got {item!r}.")
+        if not sep or not math.isfinite(point.get(name.strip(), 0.0)):
+            raise SpecError(f"--at takes NAME=VALUE with a finite number, e.g. --at x=0.7; got {item!r}.")
     result = study(function, point, wrt=wrt, dtypes=dtypes)
     from .render.facts import study_lines
 
