@@ -358,7 +358,7 @@ def steps(function: str, at: tuple[str, ...], wrt: str | None, dtypes: tuple[str
 
     # each output its own regular file (--json and --plot naming one file wrote the plot over the study; a plot
     # under a file raised FileExistsError), checked before any work
-    _distinct_outputs(json=json_path, **{f"plot {i + 1}": p for i, p in enumerate(plots)})
+    _distinct_outputs((), json=json_path, **{f"plot {i + 1}": p for i, p in enumerate(plots)})
     point = {}
     for item in at:
         name, sep, value = item.partition("=")
