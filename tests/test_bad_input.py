@@ -920,3 +920,39 @@ def test_ctrl_c_while_torch_is_imported_is_held_until_the_import_is_done():
     finally:
         signal.signal(signal.SIGINT, previous)
     assert done == [True, True]
+
+
+def test_check_module_misuse_names_check_modules_own_arguments():
+    # errors said "field 'fn': the function returned float" (check_module has no fn) and gave one text for a module
+    # without parameters and for one whose parameters are all frozen (a fresh-eyes audit)
+    import dataclasses
+
+    import torch
+
+    import gradaudit as ga
+
+    x = torch.ones(3, 2, dtype=torch.float64)
+    model = torch.nn.Linear(2, 1).double()
+    with pytest.raises(ga.SpecError, match=r"field 'loss_fn': loss_fn returned float where"):
+        ga.check_module(model, (x,), lambda out: out.sum().item())
+
+    @dataclasses.dataclass
+    class Out:
+        logits: torch.Tensor
+
+    class Wrapped(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = torch.nn.Linear(2, 1).double()
+
+        def forward(self, x):
+            return Out(self.inner(x))
+
+    with pytest.raises(ga.SpecError, match=r"field 'model': the model's forward returned Out .* pass loss_fn="):
+        ga.check_module(Wrapped(), (x,))
+    assert ga.check_module(Wrapped(), (x,), lambda out: out.logits.sum()).ok
+    frozen = torch.nn.Linear(2, 1).double().requires_grad_(False)
+    with pytest.raises(ga.SpecError, match=r"its 2 parameters \(weight, bias\) all have requires_grad=False"):
+        ga.check_module(frozen, (x,))
+    with pytest.raises(ga.SpecError, match="Tanh has no parameters at all.*ga.check\\(model, inputs\\)"):
+        ga.check_module(torch.nn.Tanh(), (x,))

@@ -1372,7 +1372,14 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
     forward_kwargs = dict(kwargs or {})
     params = {n: p for n, p in model.named_parameters() if p.requires_grad}
     if not params:
-        raise SpecError("the module has no parameters that require grad.", field="model")
+        held = [n for n, _ in model.named_parameters()]
+        seen = (f"its {plural(len(held), 'parameter')} ({', '.join(held[:4])}{', ...' if len(held) > 4 else ''}) all "
+                "have requires_grad=False" if held else f"{type(model).__name__} has no parameters at all")
+        raise SpecError(f"check_module checks the gradients of a module's parameters, and {seen}. "
+                        + ("Unfreeze the ones to check (p.requires_grad_(True)) on a copy of the model, or check "
+                           "the function with ga.check(fn, inputs) for its inputs' gradients." if held else
+                           "For the gradient with respect to the inputs, use ga.check(model, inputs)."),
+                        field="model")
     names = list(params)
 
     buffers = dict(model.named_buffers())
@@ -1421,9 +1428,19 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
     written = {k: literal(v) for k, v in extra.items()}  # (every option that can change the verdict)
     repro = (call + "".join(f", {k}={k if v is None else v}" for k, v in written.items()) + f")  # model: {who.name}"
              + "".join(f"; {k}: as given" for k, v in written.items() if v is None))
-    return _check(fn, tensors, who=who, repro=repro, mode=mode, tolerance=tolerance, forward_ad=forward_ad,
-                  order=order, seed=seed, names=names, expected=options.get("expected"), nondet_tol=nondet_tol,
-                  name=name or f"{who.name} parameters", timeout=options.get("timeout"))
+    try:
+        return _check(fn, tensors, who=who, repro=repro, mode=mode, tolerance=tolerance, forward_ad=forward_ad,
+                      order=order, seed=seed, names=names, expected=options.get("expected"), nondet_tol=nondet_tol,
+                      name=name or f"{who.name} parameters", timeout=options.get("timeout"))
+    except SpecError as exc:
+        if exc.field != "fn":
+            raise
+        # what "the function" returned is the model's output (or loss_fn's): said so, with check_module's own fix
+        whose = "loss_fn" if loss_fn is not None else "the model's forward"
+        fix = (" With a model whose output is not tensors (a dataclass, say), pass loss_fn= that takes it to the "
+               "tensor(s) to check, e.g. loss_fn=lambda out: out.logits.sum()." if loss_fn is None else "")
+        raise SpecError(exc.bare_message.replace("the function returned", f"{whose} returned", 1) + fix,
+                        field="loss_fn" if loss_fn is not None else "model") from None
 
 
 __all__ = ["CheckResult", "assert_gradients", "check", "check_module"]
