@@ -483,3 +483,16 @@ def test_steps_refuses_clashing_outputs_and_a_point_that_is_not_finite(cli, tmp_
     for value in ("nan", "inf", "-inf"):
         res = cli("steps", "sin(x)", "--at", f"x={value}")
         assert res.code == 2 and "with a finite number" in res.err
+
+
+def test_a_ledger_records_re_run_line_is_kept_in_the_results(cli, ledger, tmp_path):
+    # the re-run line of a ledger check was printed during run only: gradaudit report and the HTML had none
+    import gradaudit as ga
+
+    path = ledger('{"checks": [{"name": "wrong", "function": "x*x", "x": 3.0, "analytical_gradient": 9, '
+                  '"derivation": "a wrong 3x (2x = 6)"}]}')
+    out = tmp_path / "r.jsonl"
+    assert cli("run", str(path), "--json", str(out)).code == 1
+    wanted = f"gradaudit run {path} --check wrong"
+    assert {r.rerun for r in ga.read_results(out)[1]} == {wanted}
+    assert f"re-run:     {wanted}" in cli("report", str(out)).out

@@ -6,6 +6,7 @@ error, 5 no check ran, 130 interrupted. A reader that closes standard output ear
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import sys
 from pathlib import Path
@@ -236,6 +237,9 @@ def run(targets: tuple[str, ...], json_path: str | None, html_path: str | None, 
                    + (f" and {json_path} is untouched" if json_path else "") + ".", err=True)
         sys.exit(130)
     progress.stop()
+    # each record carries its re-run command, so that gradaudit report and the HTML show it as run did
+    records = [r if r.rerun or r.check not in repro else dataclasses.replace(r, rerun=repro[r.check])
+               for r in records]
     counts = summarize(records)
     header = {"environment": env, "targets": [label for label, _ in loaded], "summary": counts}
     render(records, console, repro=repro, environment_lines=() if quiet else environment_lines(env), quiet=quiet)
