@@ -496,17 +496,3 @@ def test_a_ledger_records_re_run_line_is_kept_in_the_results(cli, ledger, tmp_pa
     wanted = f"gradaudit run {path} --check wrong"
     assert {r.rerun for r in ga.read_results(out)[1]} == {wanted}
     assert f"re-run:     {wanted}" in cli("report", str(out)).out
-
-
-def test_check_results_written_name_the_environment_of_their_header(tmp_path):
-    # a ga.check record written by write_results read "environment: —" in its account, the header holding the id
-    import torch
-
-    import gradaudit as ga
-
-    res = ga.check(torch.sin, (torch.tensor([0.5], dtype=torch.float64, requires_grad=True),))
-    assert res.records[0].environment is None  # (made outside a run)
-    header, records = ga.read_results(ga.write_results(tmp_path / "r.jsonl", res))
-    assert records[0].environment == header["environment"]["id"] and records[0].environment
-    own = ga.write_results(tmp_path / "own.jsonl", res, environment={"ci_job": "42"})  # no id: left as it was
-    assert ga.read_results(own)[1][0].environment is None

@@ -14,7 +14,6 @@ written without a decimal point become float64: evidence is float64 by default.
 
 from __future__ import annotations
 
-import dataclasses
 import glob
 import json
 import os
@@ -361,8 +360,6 @@ def write_results(path: str | Path, items: Iterable[Any], *, environment: Mappin
                         "is nothing to report; pass the records of at least one check (ga.run(...), ga.check(...)). "
                         f"{str(path)!r} was not written.", field="items")
     env = dict(environment) if environment is not None else env_block()
-    if isinstance(env.get("id"), str):  # records made outside a run (ga.check's) name the environment written here
-        records = [dataclasses.replace(r, environment=env["id"]) if r.environment is None else r for r in records]
     header = {"environment": env, "targets": sorted({r.suite for r in records}), "summary": summarize(records)}
     write_atomic(path, results_text(records, header))
     return Path(path)
