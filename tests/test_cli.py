@@ -496,3 +496,48 @@ def test_a_ledger_records_re_run_line_is_kept_in_the_results(cli, ledger, tmp_pa
     wanted = f"gradaudit run {path} --check wrong"
     assert {r.rerun for r in ga.read_results(out)[1]} == {wanted}
     assert f"re-run:     {wanted}" in cli("report", str(out)).out
+
+
+@pytest.mark.parametrize("content, said", [
+    # a 401-digit clamp bound: OverflowError from float() at load, a traceback and exit 1
+    ('{"function": "clamp(x, min=1' + "0" * 400 + ')", "x": 3.0, "analytical_gradient": 0}',
+     "parameter 'min' is a 401-digit number"),
+    ('{"function": "x*1' + "0" * 400 + '", "x": 3.0, "analytical_gradient": 0}',
+     "contains the literal a 401-digit number, which is not a finite float64 number"),
+    # a timeout of 1e10: OverflowError from setitimer at run time
+    ('{"function": "x*x", "x": 3.0, "analytical_gradient": 6, "timeout": 1e10}', "a positive number up to 1e+08"),
+    # an empty input passed two methods, its written gradient never read
+    ('{"function": "sum(x*x)", "x": [], "analytical_gradient": 6}', "the input 'x' is empty ([])"),
+    # a suite that is not a string: the run wrote records gradaudit report then refused
+    ('{"checks": [{"function": "x*x", "x": 3.0, "analytical_gradient": 6}], "suite": 5}',
+     "the top-level 'suite' must be a string; got int (5)"),
+    # an input named like a record field lost its value in that field of the record
+    ('{"function": "mode*mode", "mode": 3.0, "analytical_gradient": 6}', "'mode' cannot name an input"),
+    # a full-width x: Python reads the expression's x as x, so the input could never be used
+    ('{"function": "\\uff58*\\uff58", "\\uff58": 3.0, "analytical_gradient": 6}',
+     "the input name 'ｘ' is read by Python as 'x'"),
+])
+def test_ledger_input_that_crashed_or_passed_unchecked_is_refused_at_load(cli, ledger, content, said):
+    # found by a fresh-eyes audit of ledgers and the CLI: each ended in a bare traceback (exit 1), a pass of nothing,
+    # or a results file gradaudit report refuses
+    path = ledger(content)
+    for command in ("run", "plan"):
+        res = cli(command, str(path))
+        assert res.code == 2 and said in res.err and "Traceback" not in res.err, (command, res.err)
+
+
+def test_a_target_name_too_long_for_the_file_system_is_refused(cli):
+    res = cli("run", "a" * 300)  # os.stat raised ENAMETOOLONG from Path.exists(), a traceback and exit 1
+    assert res.code == 2 and "is not a usable path (File name too long)" in res.err
+
+
+def test_the_re_run_line_names_the_ledger_a_check_came_from(cli, tmp_path):
+    # two ledgers with one check name: A's failure said to re-run B.json, which passes (a fresh-eyes audit)
+    (tmp_path / "A.json").write_text('{"name": "sq", "function": "x*x", "x": 3.0, "analytical_gradient": 7, '
+                                     '"derivation": "a wrong 7"}')
+    (tmp_path / "B.json").write_text('{"name": "sq", "function": "x*x", "x": 3.0, "analytical_gradient": 6, '
+                                     '"derivation": "2x"}')
+    res = cli("run", str(tmp_path / "A.json"), str(tmp_path / "B.json"))
+    assert res.code == 1
+    assert f"re-run:     gradaudit run {tmp_path / 'A.json'} --check sq" in res.out
+    assert f"gradaudit run {tmp_path / 'B.json'}" not in res.out

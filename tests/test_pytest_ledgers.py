@@ -251,3 +251,16 @@ def test_a_check_named_with_double_colons_can_be_run_again_by_its_re_run_line(tm
     assert line.strip() == "re-run:     python -m pytest 'g.gradaudit.json::grad: :wrong'"
     again = _pytest(tmp_path, "g.gradaudit.json::grad: :wrong")  # the node id of that line, as the shell passes it
     assert _summary(again.stdout) == "1 failed", again.stdout + again.stderr
+
+
+def test_a_failed_items_summary_line_gives_its_counts_and_a_tab_name_can_be_run_again(tmp_path):
+    # pytest's summary said "FAILED a.gradaudit.json::kink - PASS kink [x]" (the table's first row) for a check whose
+    # finite differences were inconclusive; a name holding a tab printed a re-run line that matched nothing
+    (tmp_path / "a.gradaudit.json").write_text(
+        '{"checks": [{"name": "kink", "function": "relu(x)", "x": 0.0, "analytical_gradient": 0, "derivation": "0"},'
+        ' {"name": "tab\\there", "function": "x*x", "x": 3.0, "analytical_gradient": 9, "derivation": "a wrong 9"}]}')
+    res = _pytest(tmp_path, "-rA")
+    assert "FAILED a.gradaudit.json::kink - kink: 2 passed, 0 failed, 1 inconclusive" in res.stdout, res.stdout
+    assert "re-run:     python -m pytest 'a.gradaudit.json::tab\\there'" in res.stdout
+    again = _pytest(tmp_path, "a.gradaudit.json::tab\\there")
+    assert _summary(again.stdout) == "1 failed", again.stdout + again.stderr

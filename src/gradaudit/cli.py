@@ -21,15 +21,26 @@ from .run import plan as plan_checks
 from .run import run as run_checks
 
 
+def _short(text: str, n: int = 60) -> str:
+    return clean(text if len(text) <= n else text[: n - 1] + "…", newlines=False)
+
+
 def _load_targets(targets: tuple[str, ...]) -> list[tuple[str, list[Any]]]:
     """Resolve each target to (label, checks): a ledger file if it exists, else a built-in suite."""
     from . import suites
     from .expr import _suggest
     from .ledger import read_ledger
 
+    def exists(target: str) -> bool:
+        try:
+            return Path(target).exists()
+        except OSError as exc:  # a name too long for the file system (ENAMETOOLONG raised, a bare traceback)
+            raise SpecError(f"'{_short(target)}' is not a usable path ({exc.strerror}); give a ledger file's path or "
+                            f"a built-in suite: {', '.join(suites.names())}.") from None
+
     out: list[tuple[str, list[Any]]] = []
     for target in targets or tuple(suites.names()):
-        if Path(target).exists() or target.endswith((".json", ".toml")):
+        if exists(target) or target.endswith((".json", ".toml")):
             out.append((target, read_ledger(target)))
         elif suites.known(target):
             out.append((target, suites.load(target)))
@@ -224,25 +235,24 @@ def run(targets: tuple[str, ...], json_path: str | None, html_path: str | None, 
                                                      "--max-elements N"), where=label) from None
     env = environment()
     records = []
-    repro = {}
     progress = LazyProgress(console, sum(len(checks) for _, checks in loaded))
     try:
         for label, checks in loaded:
-            records += run_checks(checks, environment_id=env["id"], progress=progress, timeout=timeout,
-                                  max_elements=None)
-            repro.update({c.name: _repro(label, c.name) for c in checks})
+            # each record carries its re-run command (gradaudit report and the HTML show it as run does), made per
+            # target: two ledgers with one check name each got the last one's (a failure in A.json said to re-run
+            # B.json, which passes)
+            records += [r if r.rerun else dataclasses.replace(r, rerun=_repro(label, r.check))
+                        for r in run_checks(checks, environment_id=env["id"], progress=progress, timeout=timeout,
+                                            max_elements=None)]
     except KeyboardInterrupt:
         progress.stop()
         click.echo(f"interrupted after {len(records)} records; nothing was written"
                    + (f" and {json_path} is untouched" if json_path else "") + ".", err=True)
         sys.exit(130)
     progress.stop()
-    # each record carries its re-run command, so that gradaudit report and the HTML show it as run did
-    records = [r if r.rerun or r.check not in repro else dataclasses.replace(r, rerun=repro[r.check])
-               for r in records]
     counts = summarize(records)
     header = {"environment": env, "targets": [label for label, _ in loaded], "summary": counts}
-    render(records, console, repro=repro, environment_lines=() if quiet else environment_lines(env), quiet=quiet)
+    render(records, console, environment_lines=() if quiet else environment_lines(env), quiet=quiet)
     # after the table: a file that cannot be written does not hide the results
     outputs = [(json_path, results_text(records, header), f"records: {json_path}")] if json_path else []
     written = _write_all(outputs + _render_reports(records, header, html_path, junit_path, markdown_path))

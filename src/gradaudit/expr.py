@@ -232,6 +232,10 @@ def _validate(node: ast.AST, text: str, names: list[str], functions: list[str],
                 f"the expression {text!r} contains the literal {node.value!r}; only numbers are "
                 f"allowed as literals. Allowed: {ALLOWED}."
             )
+        if not _finite(node.value):  # 1e400 is inf; a 401-digit int overflows float (an error at every evaluation)
+            shown = repr(node.value) if len(repr(node.value)) <= 40 else f"a {len(str(node.value))}-digit number"
+            raise SpecError(f"the expression {text!r} contains the literal {shown}, which is not a finite float64 "
+                            "number (at most about 1.8e308); write a finite constant.")
         return
     if isinstance(node, ast.Name):
         if node.id in FUNCTIONS:
@@ -240,6 +244,13 @@ def _validate(node: ast.AST, text: str, names: list[str], functions: list[str],
             return
         if allowed_names is not None and node.id not in allowed_names:
             known = ", ".join(sorted(allowed_names)) or "none"
+            import unicodedata
+
+            folded = [n for n in allowed_names if n != node.id and unicodedata.normalize("NFKC", n) == node.id]
+            if folded:  # an input named ｘ: Python reads the expression's ｘ as x (identifiers are NFKC-normalized)
+                raise SpecError(f"the input name {folded[0]!r} is read by Python as {node.id!r} (its characters are "
+                                "compatibility forms, NFKC), so the expression can never refer to it; name the "
+                                f"input {node.id!r}.")
             raise SpecError(
                 f"the expression {text!r} uses the name '{node.id}', which is not an input "
                 f"(inputs: {known}).{_suggest(node.id, allowed_names)} "
@@ -339,6 +350,14 @@ def call_params(node: ast.Call, text: str) -> dict[str, Any]:
     return given
 
 
+def _finite(value: float) -> bool:
+    """A finite number that is a float too (an int of 400 digits overflows float(): OverflowError crashed loading)."""
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
 def _constant(node: ast.expr, text: str, name: str, param: str) -> Any:
     """A parameter's value: a number or True/False written out (an optional sign), checked for *param*."""
     value: Any = None
@@ -361,8 +380,9 @@ def _constant(node: ast.expr, text: str, name: str, param: str) -> Any:
         if not isinstance(value, bool):
             raise SpecError(f"in {text!r}, {name}()'s parameter 'keepdim' is {value!r}; "
                             f"{_PARAM_KINDS['keepdim']}.")
-    elif isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
-        raise SpecError(f"in {text!r}, {name}()'s parameter '{param}' is {value!r}; {_PARAM_KINDS[param]}.")
+    elif isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value):
+        shown = repr(value) if len(repr(value)) <= 40 else f"a {len(str(abs(value)))}-digit number"
+        raise SpecError(f"in {text!r}, {name}()'s parameter '{param}' is {shown}; {_PARAM_KINDS[param]}.")
     return value
 
 

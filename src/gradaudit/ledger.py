@@ -120,6 +120,10 @@ def parse_ledger(data: Any, *, where: str, suite: str = "") -> list[Expectation]
             raise SpecError(f"unknown top-level key(s) {', '.join(unknown)}; a ledger with 'checks' "
                             f"may also hold {', '.join(k for k in FILE_KEYS if k != 'checks')}.", where=where)
         suite = data.get("suite", suite)
+        for key in ("suite", "source", "title", "description"):  # (a suite of 5 wrote records report refused)
+            if key in data and not isinstance(data[key], str):
+                raise SpecError(f"the top-level '{key}' must be a string; got {type(data[key]).__name__} "
+                                f"({data[key]!r}).", where=where, field=key)
         defaults = {k: data[k] for k in ("source", "dtype", "device") if k in data}
         data = data["checks"]
     records = [data] if isinstance(data, Mapping) else data

@@ -83,7 +83,7 @@ class LedgerFile(pytest.File):
             name = clean(check.name, newlines=False)  # control characters never reach the terminal
             # "::" separates a node id's parts: an item named "grad::x" could not be selected again (its re-run
             # line found nothing), so each colon before another is followed by a space ("grad: :x")
-            name = re.sub(r":(?=:)", ": ", name)
+            name = re.sub(r":(?=:)", ": ", name).replace("\t", "\\t")  # (a tab: its re-run line, pasted, matched none)
             if name in used:  # two names that differ only in control characters
                 name = f"{name} (record {index})"
             used.add(name)
@@ -108,7 +108,7 @@ class LedgerItem(pytest.Item):
 
     def runtest(self) -> None:
         from .errors import GradauditError
-        from .record import run_failed, summarize
+        from .record import run_failed, summarize, summary_line
         from .render.common import clean
         from .run import run
 
@@ -118,7 +118,10 @@ class LedgerItem(pytest.Item):
             raise LedgerCheckFailed(clean(str(exc))) from None
         counts = summarize(self.records)
         if run_failed(counts):  # failed, errors, inconclusive, unexpected passes
-            raise LedgerCheckFailed(self.report())
+            # its first line is what pytest's summary shows: the counts, not the table's first row (which said
+            # "PASS kink [x]" for a check whose finite differences were inconclusive)
+            headline = f"{self.name}: {summary_line(counts)}"
+            raise LedgerCheckFailed(headline + "\n" + self.report())
         if counts.get("expected failures"):
             if self.config.option.runxfail:
                 raise LedgerCheckFailed(self.report())

@@ -38,6 +38,9 @@ RESERVED_NAMES = frozenset({
     "tolerance", "discrepancy", "verdict", "outcome", "error", "source", "environment",
     "expectation_sha256", "expect", "expect_error", "name", "methods", "why", "evidence",
     "observed_error", "note", "input_meta", "expected_outcome", "elapsed_s",
+    # the other fields of a record (an input named mode or rerun lost its value in the record's field of that name)
+    "reason", "mode", "rerun", "details", "observed_value", "reference_value", "function_name", "convention",
+    "scheme",
 })
 
 
@@ -230,13 +233,17 @@ def _scalar_at_load(parsed: Any, inputs: Mapping[str, InputSpec]) -> None:
                         field="function")
 
 
+#: the longest timeout: the interval timer takes seconds within the platform's time_t (1e10 raised OverflowError)
+MAX_TIMEOUT = 1e8
+
+
 def check_timeout(timeout: Any, field: str = "timeout") -> None:
     """A timeout is None or a positive, finite number of seconds."""
     if timeout is None:
         return
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
-        raise SpecError(f"{field} is the seconds a check may take, a positive number such as 30; got "
-                        f"{timeout!r}.", field=field)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT:
+        raise SpecError(f"{field} is the seconds a check may take, a positive number up to {MAX_TIMEOUT:.0e} (about "
+                        f"three years) such as 30; got {timeout!r}.", field=field)
 
 
 #: seeds stay below this: a check draws several streams from seed * 16 + stream, within torch's 64-bit seeds
@@ -267,6 +274,13 @@ def _normalise_inputs(inputs: Mapping[str, Any]) -> dict[str, InputSpec]:
         if not isinstance(name, str) or not name.isidentifier():
             raise SpecError(f"input names must be identifiers such as 'x' or 'w1'; got {name!r}.",
                             field="inputs")
+        import unicodedata
+
+        folded = unicodedata.normalize("NFKC", name)
+        if folded != name:  # Python reads identifiers NFKC-normalized: the expression's ｘ is x, never this input
+            raise SpecError(f"the input name {name!r} is read by Python as {folded!r} (its characters are "
+                            f"compatibility forms, NFKC), so an expression can never refer to it; name the input "
+                            f"{folded!r}.", field="inputs")
         if name in RESERVED_NAMES or name in _expr.FUNCTIONS or name in _expr.CONSTANTS:
             raise SpecError(f"'{name}' cannot name an input: it is a record field or a function "
                             "name. Rename the input.", field=name)
@@ -298,7 +312,7 @@ def _validated_input(spec: InputSpec) -> InputSpec:
     _check_value(spec.value, spec.name)
     _device_available(spec)
     try:
-        spec.tensor(requires_grad=False)
+        made = spec.tensor(requires_grad=False)
     except (TypeError, ValueError, RuntimeError) as exc:
         raise SpecError(f"the value of '{spec.name}' cannot become a {spec.dtype} tensor on "
                         f"{spec.device}: {exc}. Give a number or a rectangular nested list.",
@@ -309,6 +323,10 @@ def _validated_input(spec: InputSpec) -> InputSpec:
                         field=f"{spec.name}.device") from None
     if not isinstance(spec.requires_grad, bool):
         raise SpecError("requires_grad must be true or false.", field=f"{spec.name}.requires_grad")
+    if spec.requires_grad and made.numel() == 0:  # ("x": [] passed two methods, its written gradient unread)
+        raise SpecError(f"the input '{spec.name}' is empty ({spec.value!r}): it has no element whose gradient a check "
+                        "could compare with the one written. Give it at least one value, or set requires_grad to "
+                        "false.", field=spec.name)
     return spec
 
 
