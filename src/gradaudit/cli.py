@@ -328,7 +328,10 @@ def notebook(output: str, execute: bool, suite_names: tuple[str, ...], ledgers: 
 @click.option("--json", "json_path", type=click.Path(dir_okay=False),
               help="Write the planned records to this file instead of standard output.")
 def plan(targets: tuple[str, ...], json_path: str | None) -> None:
-    """Print the records the checks will fill, without calling any function.
+    """Print the records the checks will fill, without running any check.
+
+    Loading a ledger evaluates each expression once at its point, without gradients (a gradient expectation
+    must be of one number, said before anything runs): a ledger whose forward needs much memory needs it here too.
 
     Each record has "observed_gradient": null and "executed": false; `gradaudit run`
     fills them and keeps the expectation fields byte-identical (expectation_sha256).

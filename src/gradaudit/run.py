@@ -112,7 +112,7 @@ def probe_expectation(probe: Probe, fact: str) -> Record:
 
 
 def plan(checks: Iterable[Expectation | Probe], *, environment_id: str | None = None) -> list[Record]:
-    """Records of what will be checked, without calling any function."""
+    """Records of what will be checked, without running any check (no backward, no finite differences)."""
     out = []
     for c in checks:
         if isinstance(c, Probe):
