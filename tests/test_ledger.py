@@ -96,3 +96,15 @@ def test_a_failed_write_leaves_the_earlier_file(tmp_path, monkeypatch):
         write_atomic(path, "new")
     assert path.read_text() == "earlier results\n"
     assert [p.name for p in tmp_path.iterdir()] == ["r.jsonl"]
+
+
+@pytest.mark.parametrize("suffix, content", [
+    (".json", '{"function": "x*x", "x": 3.0, "analytical_gradient": 6}'),
+    (".toml", 'function = "x*x"\nx = 3.0\nanalytical_gradient = 6\n'),
+])
+def test_a_ledger_with_a_byte_order_mark_is_read(tmp_path, suffix, content):
+    # a BOM (Windows editors write one) was refused: JSON said "decode using utf-8-sig", TOML "Invalid statement"
+    path = tmp_path / f"bom{suffix}"
+    path.write_bytes(b"\xef\xbb\xbf" + content.encode())
+    checks = read_ledger(path)
+    assert [c.name for c in checks] and checks[0].function.text == "x*x"

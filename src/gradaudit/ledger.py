@@ -54,7 +54,9 @@ def read_ledger(path: str | Path) -> list[Expectation]:
     if p.is_dir():
         raise SpecError("this is a directory; give a .json or .toml ledger file.", where=str(path))
     try:
-        text = p.read_text(encoding="utf-8")
+        # (utf-8-sig: a byte-order mark, as some editors on Windows write, is read past; JSON's message asked the
+        # user to "decode using utf-8-sig", TOML's said "Invalid statement")
+        text = p.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"cannot be read: {exc}.", where=str(path)) from None
     return parse_ledger(parse_text(text, p.suffix.lower(), where=str(path)), where=str(path),
