@@ -180,3 +180,29 @@ def test_a_probe_that_breaks_is_a_failure_not_a_pass():
     assert r.verdict == "fail" and "shape" in r.reason
     boom = Probe("q", lambda: 1 / 0, {"v": 1}, derivation="d", source="s")
     assert run([boom])[0].verdict == "error"
+
+
+def test_plan_and_run_give_every_lesson_record_the_same_expectation():
+    # the float32 observations (the lesson's regression, forgotten zero_grad, broadcasting bug) were planned with
+    # float64's default tolerance and run with float32's: 16 records' expectation_sha256 differed between plan and
+    # run, which DESIGN.md says are identical (an audit against the seeds)
+    from gradaudit import plan, run, suites
+    from gradaudit.record import expectation_hash
+
+    checks = suites.load("lesson")
+    planned = {(r.check, r.input, r.method): expectation_hash(r) for r in plan(checks)}
+    ran = run(checks)
+    assert len(ran) == len(planned) and {(r.check, r.input, r.method): expectation_hash(r) for r in ran} == planned
+    float32 = [r for r in ran if r.check == "linear regression: loss and one update"]
+    assert float32 and all(r.tolerance.atol == 1e-5 for r in float32 if r.tolerance is not None)
+
+
+def test_the_lessons_scalar_loss_and_saved_intermediate_rules_are_checked():
+    # the lesson's "the loss has to be a single number" and "in-place operations on intermediate tensors can also
+    # break backward if a value was saved" had no check (an audit against the seeds)
+    from gradaudit import run, suites
+
+    names = {"the loss must be a single number", "an in-place change of a saved intermediate breaks backward"}
+    records = [r for r in run([c for c in suites.load("lesson") if c.name in names])]
+    assert {r.check for r in records} == names and all(r.verdict == "pass" for r in records)
+    assert {r.input: r.observed_value for r in records}["a.grad"] == 4.0  # dq/da = 2a at a = 2

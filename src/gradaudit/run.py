@@ -102,7 +102,7 @@ def probe_expectation(probe: Probe, fact: str) -> Record:
     expected = probe.expected[fact]
     tol = None
     if _is_numeric(expected):
-        tol = resolve("observation", "float64", probe.tolerance)
+        tol = resolve("observation", probe.dtype or "float64", probe.tolerance)
     return Record(
         suite=probe.suite, check=probe.name, function=probe.source_text(), input=fact,
         expected_value=_written_fact(expected), derivation=probe.derivation, method="observation",
@@ -248,8 +248,8 @@ def _judge_fact(base: Record, probe: Probe, expected: Any, observed: Any) -> Rec
         if tuple(got.shape) != tuple(want.shape):
             return _done(base, "fail", probe.expect, reason=f"shape {tuple(got.shape)} observed, "
                                                             f"{tuple(want.shape)} expected", **fields)
-        dtype = str(got.dtype).removeprefix("torch.")
-        tol = resolve("observation", dtype, probe.tolerance)
+        # the declared dtype's, as planned (the expectation unchanged); else the observed one's
+        tol = resolve("observation", probe.dtype or str(got.dtype).removeprefix("torch."), probe.tolerance)
         judged = J.judge(got, want, tol, numeric=None)
         f = Findings(-1, str(base.input), tuple(want.shape), [()], reference_kind="expected")
         f.add(judged, got, want, output=None, rows=torch.tensor(-1), cols=_flat_index(want))

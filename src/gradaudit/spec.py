@@ -506,8 +506,15 @@ class Probe:
     source: str = ""
     suite: str = ""
     skip_unless: Callable[[], str | None] | None = None
+    #: the dtype of its numeric observations, declared: the default tolerance is the one for it in the plan and the
+    #: run alike. None: the run takes the observed dtype's and the plan float64's (a float32 probe's expectation hash
+    #: then differs between the two: the lesson's float32 probes declare theirs)
+    dtype: str | None = None
 
     def __post_init__(self) -> None:
+        if self.dtype is not None and self.dtype not in FLOAT_DTYPES:
+            raise SpecError(f"a probe's dtype is that of its numeric observations, one of {', '.join(FLOAT_DTYPES)}; "
+                            f"got {self.dtype!r}.", field="dtype")
         if not self.expected:
             raise SpecError(f"the probe '{self.name}' expects no facts; write the expected values first.",
                             field="expected")

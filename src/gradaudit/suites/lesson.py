@@ -219,6 +219,40 @@ def _error_text(action: Any) -> str:
     return "no error"
 
 
+def _scalar_loss() -> dict[str, Any]:
+    import torch
+
+    v = torch.tensor([1.0, 2.0], requires_grad=True)
+
+    def vector() -> None:
+        (v * 2).backward()
+
+    def reduced() -> None:
+        (v * 2).sum().backward()
+
+    return {"backward() on a vector": _error_text(vector), "backward() on its sum": _error_text(reduced),
+            "v.grad after the sum": v.grad.tolist() if v.grad is not None else None}
+
+
+def _inplace_saved() -> dict[str, Any]:
+    import torch
+
+    a = torch.tensor(2.0, requires_grad=True)
+
+    def changed() -> None:
+        s = a * 1.0
+        q = s ** 2  # pow saves s for its backward
+        s.add_(1.0)  # in place on the saved intermediate
+        q.backward()
+
+    def untouched() -> None:
+        s = a * 1.0
+        (s ** 2).backward()
+
+    return {"backward after s.add_(1)": _error_text(changed), "backward without it": _error_text(untouched),
+            "a.grad": float(a.grad) if a.grad is not None else None}
+
+
 def _bug_inplace_leaf() -> dict[str, Any]:
     import torch
 
@@ -496,7 +530,7 @@ def checks() -> list[Expectation | Probe]:
             "loss after one step": 0.535, "w.grad after zeroing": 0, "b.grad after zeroing": 0},
             derivation="MSE = (1 + 9 + 25 + 49)/4 = 21; w = 0 - 0.1 * -17 = 1.7, b = 0 - 0.1 * -8 = 0.8; "
                        "loss (0.04 + 0.25 + 0.64 + 1.21)/4 = 0.535; the update runs under no_grad, then the "
-                       "gradients are zeroed", source=_src("The Loss by Hand / One Update Step")),
+                       "gradients are zeroed", dtype="float32", source=_src("The Loss by Hand / One Update Step")),
         Probe("linear regression: a few hundred steps recover y = 2x + 1", _converge, {
             "w after 500 steps": 2, "b after 500 steps": 1},
             tolerance=Tolerance(1e-4, 0.0, why="the loss's Hessian is [[7, 3], [3, 2]] (eigenvalues about 0.595 "
@@ -505,6 +539,19 @@ def checks() -> list[Expectation | Probe]:
                                 "and 1e-4 is that with a margin"),
             derivation="gradient descent converges to the least-squares line, which is exactly y = 2x + 1",
             source=_src("The Update Under no_grad")),
+        Probe("the loss must be a single number", _scalar_loss, {
+            "backward() on a vector": Matches(r"RuntimeError: grad can be implicitly created only for scalar outputs"),
+            "backward() on its sum": "no error", "v.grad after the sum": [2, 2]},
+            derivation="backward needs one output to differentiate: on a vector it raises; reduced first (a sum), "
+                       "d/dv_i sum(2 v) = 2 for each element",
+            source=_src("Calling backward()")),
+        Probe("an in-place change of a saved intermediate breaks backward", _inplace_saved, {
+            "backward after s.add_(1)": Matches(r"RuntimeError: one of the variables needed for gradient computation "
+                                                r"has been modified by an inplace operation"),
+            "backward without it": "no error", "a.grad": 4},
+            derivation="q = s^2 saves s = a * 1 for its backward (dq/ds = 2s); changing s in place afterwards makes "
+                       "the saved value stale, and backward raises; left alone, dq/da = 2a = 4 at a = 2",
+            source=_src("Bug One: In-Place on Leaf")),
         Probe("bug 1: in-place update of a leaf", _bug_inplace_leaf, {
             "w -= 0.1 outside no_grad": Matches(r"RuntimeError: a leaf Variable that requires grad is being used "
                                                 r"in an in-place operation"),
@@ -516,7 +563,8 @@ def checks() -> list[Expectation | Probe]:
             "w.grad without zero_grad": -19.7, "b.grad without zero_grad": -9.3},
             derivation="after one step (w = 1.7, b = 0.8) the errors are -0.2, -0.5, -0.8, -1.1, so the new "
                        "gradients are 0.5 * (-5.4) = -2.7 and 0.5 * (-2.6) = -1.3; without zeroing, .grad holds "
-                       "-17 + -2.7 = -19.7 and -8 + -1.3 = -9.3", source=_src("Bug Two: Forgetting zero_grad")),
+                       "-17 + -2.7 = -19.7 and -8 + -1.3 = -9.3", dtype="float32",
+            source=_src("Bug Two: Forgetting zero_grad")),
         Probe("bug 3: backward twice on one loss", _bug_second_backward, {
             "second backward on the same loss": Matches(r"RuntimeError: Trying to backward through the graph a "
                                                         r"second time"),
@@ -534,7 +582,7 @@ def checks() -> list[Expectation | Probe]:
             "right MSE": 1 / 3},
             derivation="pred [1, 2, 3] minus targets [[1], [2], [4]] gives the 3x3 grid of p_j - t_i, squares "
                        "summing to 5 + 2 + 14 = 21, mean 21/9 = 7/3; matched shapes give errors 0, 0, -1, mean 1/3",
-            source=_src("The Silent Broadcasting Bug")),
+            dtype="float32", source=_src("The Silent Broadcasting Bug")),
         Probe("the common bugs, found by ga.audit_training in the lesson's loop", _doctor, {
             "bug 1, w.sub_(lr * w.grad) outside no_grad": "inplace_leaf_update: w",
             "bug 2, no zeroing between steps": "grad_accumulates: w; grad_accumulates: b",
