@@ -973,3 +973,91 @@ def test_the_bug_is_still_found_next_to_a_parameter_broadcast():
 
     audit = audit_training(step, data(), model=model, optimizer=opt)
     assert wheres(audit, "broadcast_in_loss") == {"sub((8, 1), (8,)) -> (8, 8)"}
+
+
+def test_zero_grad_between_backward_and_step_is_found_with_weight_decay():
+    # AdamW's default weight decay (and SGD's weight_decay) moved the weights, so "the value never changed" missed
+    # opt.zero_grad(set_to_none=False) between backward() and step(); each step saw .grad zero (fresh-eyes audit)
+    torch.manual_seed(0)
+    model = nn.Linear(D, 1)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+
+    def step(batch):
+        x, y = batch
+        loss = mse(model(x).squeeze(-1), y)
+        loss.backward()
+        opt.zero_grad(set_to_none=False)  # the bug
+        opt.step()
+
+    audit = audit_training(step, data(), model=model, optimizer=opt)
+    assert wheres(audit, "param_not_updated") == {"weight", "bias"}
+    assert "zero_grad() ran between backward() and step()" in audit.findings[0].message
+
+
+def test_a_wgan_critics_bias_with_an_exactly_zero_gradient_is_not_a_finding():
+    # D(fake).mean() - D(real).mean() gives the critic's last bias a gradient of exactly 0; G's backward reached it
+    # first and D's zero_grad() cleared that, as it should: "param_not_updated D.bias ... zero_grad() ran between
+    # backward() and step()" was a false alarm with a false cause (fresh-eyes audit)
+    torch.manual_seed(0)
+    gen, critic = nn.Linear(2, 3), nn.Linear(3, 1)
+    opt_g = torch.optim.RMSprop(gen.parameters(), 1e-3)
+    opt_d = torch.optim.RMSprop(critic.parameters(), 1e-3)
+
+    def step(real):
+        opt_g.zero_grad()
+        fake = gen(torch.randn(8, 2))
+        (-critic(fake).mean()).backward()
+        opt_g.step()
+        opt_d.zero_grad()
+        (critic(fake.detach()).mean() - critic(real).mean()).backward()
+        opt_d.step()
+
+    batches = [torch.randn(8, 3) for _ in range(3)]
+    audit = audit_training(step, batches, model=nn.ModuleDict({"G": gen, "D": critic}), optimizer=[opt_g, opt_d])
+    assert audit.findings == ()
+
+
+def test_a_nan_in_an_accumulation_micro_batch_is_found():
+    # a micro-batch step has no optimizer.step(), and its nan gradient was read as GradScaler's skip; the nan carried
+    # in .grad into the next update and the weights turned nan, the audit clean (fresh-eyes audit)
+    torch.manual_seed(0)
+    model = nn.Linear(D, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    batches = data()
+    batches[0][0][0, 0] = float("nan")
+    calls = [0]
+
+    def step(batch):
+        x, y = batch
+        (mse(model(x).squeeze(-1), y) / 2).backward()
+        calls[0] += 1
+        if calls[0] % 2 == 0:
+            opt.step()
+            opt.zero_grad()
+
+    audit = audit_training(step, batches, model=model, optimizer=opt, accumulate=2)
+    assert wheres(audit, "non_finite_grad") == {"weight", "bias"}
+    assert {f.step for f in audit.findings} == {1}  # where it first arrived
+
+
+def test_one_scalers_skip_of_one_of_two_optimizers_is_not_a_finding():
+    # two optimizers sharing one GradScaler: D's step skipped for inf (by design), G's taken; the exemption was per
+    # step, so D's non-finite (scaled) gradients were a non_finite_grad finding (fresh-eyes audit)
+    torch.manual_seed(0)
+    gen, critic = nn.Linear(3, 3), nn.Linear(3, 1)
+    opt_g, opt_d = torch.optim.SGD(gen.parameters(), 1e-2), torch.optim.SGD(critic.parameters(), 1e-2)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 100)
+    batches = [torch.randn(8, 3) * 1e6 for _ in range(3)]  # the critic's scaled gradients overflow, G's do not
+
+    def step(real):
+        fake = gen(torch.randn(8, 3))
+        opt_d.zero_grad()
+        scaler.scale(critic(real).pow(2).mean() + critic(fake.detach()).mean()).backward()
+        scaler.step(opt_d)
+        opt_g.zero_grad()
+        scaler.scale(-critic(fake).mean()).backward()
+        scaler.step(opt_g)
+        scaler.update()
+
+    audit = audit_training(step, batches, model=nn.ModuleDict({"G": gen, "D": critic}), optimizer=[opt_g, opt_d])
+    assert "non_finite_grad" not in kinds(audit)

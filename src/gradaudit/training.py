@@ -270,7 +270,7 @@ class _Probe:
 
 class _Param:
     __slots__ = ("name", "tensor", "held", "arrived", "gmax", "carried", "changed", "before", "at_step",
-                 "first_step", "lazy_g", "lazy_pre", "lazy_reset", "pmax")
+                 "first_step", "lazy_g", "lazy_pre", "lazy_reset", "pmax", "last", "stepped")
 
     def __init__(self, name: str, tensor: torch.Tensor, held: bool | None):
         self.name, self.tensor, self.held = name, tensor, held
@@ -286,6 +286,9 @@ class _Param:
         self.lazy_pre: torch.Tensor | None = None
         # after a carried .grad was seen this step: .grad at each later arrival (None: set to None in between)
         self.lazy_reset: list[torch.Tensor | None] = []
+        self.last: torch.Tensor | None = None  # max |gradient| of the latest arrival (read lazily)
+        # at each optimizer.step() that held it: max |.grad| it used (None: no .grad) and the latest arrival's before it
+        self.stepped: list[tuple[int, torch.Tensor | None, torch.Tensor | None]] = []  # (step, used, latest)
 
 
 class _Watch(TorchFunctionMode):
@@ -341,6 +344,9 @@ class _Auditor:
         self.backward_log: list[tuple[_Op, list[torch.Tensor], list[torch.Tensor]]] = []
         self.nonfinite: dict[str, tuple[int, float, str | None]] = {}  # param -> (step, max |g|, op text)
         self.skipped_nonfinite: list[int] = []  # steps with non-finite gradients in which no optimizer stepped
+        self.first_skipped: dict[str, int] = {}  # parameter -> the first such step where its gradient was not finite
+        self.at_update: list[tuple[_Param, torch.Tensor]] = []  # this step's optimizer.step(): max |.grad| it used
+        self.updated: set[str] = set()  # the parameters an optimizer.step() of this step updated
         self.opt_steps: dict[int, int] = {}  # step -> optimizer.step() calls
 
     # hooks ---------------------------------------------------------------------------------------------
@@ -372,6 +378,7 @@ class _Auditor:
                     p.lazy_reset.append(None if now is None else _amax(now))
                 p.arrived.add(s)
                 p.lazy_g.append(_amax(grad))
+                p.last = p.lazy_g[-1]
             finally:
                 self.busy = busy
         return hook
@@ -387,6 +394,12 @@ class _Auditor:
                     lr_value = float(lr) if isinstance(lr, (int, float, torch.Tensor)) else None
                     for t in group["params"]:
                         p = self.by_id.get(id(t))
+                        if p is not None:
+                            self.updated.add(p.name)
+                            used = None if t.grad is None else _amax(t.grad)
+                            if used is not None:  # what this update uses (read lazily, after_step)
+                                self.at_update.append((p, used))
+                            p.stepped.append((s, used, p.last))
                         if p is not None and not p.changed:  # evidence only needed while it never moved
                             g = t.grad
                             p.at_step.append((s, None if g is None else _amax(g), lr_value))
@@ -469,6 +482,8 @@ class _Auditor:
         self.step = s
         self.backward_log = []
         self.params_only = {}  # (a tensor kept from an earlier step and used again is then a per-sample one: found)
+        self.at_update = []
+        self.updated = set()
         for p in self.params:
             p.lazy_g, p.lazy_pre, p.lazy_reset = [], None, []
             if not p.changed:
@@ -501,15 +516,27 @@ class _Auditor:
                     p.changed = True
                     p.before = None
                     p.at_step = []
-        if bad and not self.nonfinite and self.optimizers and not self.opt_steps.get(s):
+        # (per optimizer: two optimizers sharing one GradScaler, D's step skipped and G's taken, read as a finding on D)
+        if bad and not self.nonfinite and self.optimizers and not any(p.name in self.updated for p in bad):
             # no optimizer stepped: the update was skipped where the gradients were not finite, as GradScaler skips an
             # overflow of its scale by design (the mixed-precision recipe's first steps; a non_finite_grad finding
             # there pointed at the loss), or a step guarded by isfinite
             self.skipped_nonfinite.append(s)
+            for p in bad:
+                self.first_skipped.setdefault(p.name, s)
         elif bad and not self.nonfinite:  # later ones follow from the first (the update spreads nan to the weights)
             origin = self._origin()
             for p in bad:
                 self.nonfinite[p.name] = (s, p.gmax[s], origin)
+        # an optimizer.step() that ran on a non-finite .grad (GradScaler and an isfinite guard call none there):
+        # a nan of an earlier micro-batch, carried in .grad under accumulation, went unreported while the weights
+        # turned nan (its step had no optimizer step, read as a skip)
+        if self.at_update and not self.nonfinite:
+            used = _values([m for _, m in self.at_update])
+            for (p, _), m in zip(self.at_update, used):
+                if not math.isfinite(m) and p.name not in self.nonfinite:
+                    self.nonfinite[p.name] = (self.first_skipped.get(p.name, s), m, None)
+        self.at_update = []
         self.backward_log = []
 
     def _origin(self) -> str | None:
@@ -622,7 +649,9 @@ def _findings(aud: _Auditor, steps_run: int, stopped: bool, accumulate: int, hav
             f"{op.name}{op.at} broadcast {_shape(a)} against {_shape(b)} into a {_shape(g)} grid "
             f"({_numel(g)} elements from {max(_numel(a), _numel(b))}) on the way to the loss (a backward pass went "
             f"through it), so every prediction is compared with every target. Make the shapes agree first: "
-            f"squeeze the (N, 1) side (pred.squeeze(-1)) or reshape the other (y.view(-1, 1)).",
+            f"squeeze the (N, 1) side (pred.squeeze(-1)) or reshape the other (y.view(-1, 1)). If every pair is "
+            f"intended (a pairwise loss between two sets), write both axes out, a[:, None] - b[None, :]: shapes "
+            f"alone cannot tell it from the bug, and the explicit form is not reported.",
             step=op.step + 1, expected=_EXPECTED["broadcast_in_loss"],
             observed=f"{_shape(a)} with {_shape(b)} -> {_shape(g)}",
             details={"op": op.name, "shapes": [list(a), list(b)], "result": list(g), "location": op.location}))
@@ -695,11 +724,27 @@ def _findings(aud: _Auditor, steps_run: int, stopped: bool, accumulate: int, hav
     if judged_params and steps_run >= k:
         checked.append("param_not_updated")
         for p in params:
-            if p.changed or p.held is False or not p.tensor.requires_grad:
+            if p.held is False or not p.tensor.requires_grad:
                 continue
+            meant, zeroed, zero_last = _at_steps(p)
+            if p.changed:
+                if zeroed:  # weight decay moved it, and no gradient: zero_grad() between backward() and step()
+                    out.append(Finding(
+                        "param_not_updated", p.name,
+                        f"'{p.name}' had a non-zero gradient after backward (max |grad| "
+                        f"{_num(max(meant.values()))}, in {_steps_text([s + 1 for s in sorted(meant)])}), but every "
+                        "optimizer.step() after it saw its .grad zero or None: zero_grad() ran between backward() and "
+                        "step(), and only the optimizer's weight decay (or momentum) moved it. Call "
+                        "optimizer.zero_grad() before the forward (or after step()), never between backward() and "
+                        "step().", step=min(meant) + 1, expected=_EXPECTED["param_not_updated"],
+                        observed=".grad zero at every optimizer.step() after a non-zero gradient",
+                        details={"grad_max_abs": max(meant.values()), "steps_with_grad": sorted(s + 1 for s in meant)}))
+                continue
+            if zero_last:  # every optimizer.step() came after a gradient of exactly 0 (a WGAN critic's last bias,
+                continue  # reached by G's backward and then zeroed): nothing to apply, not a dropped gradient
             with_grad = sorted(s for s, m in p.gmax.items() if math.isfinite(m) and m > 0.0)
-            if len(with_grad) < k:
-                continue
+            if len(with_grad) < k or set(with_grad) <= set(aud.skipped_nonfinite):
+                continue  # (every such step one whose update was skipped for non-finite gradients: GradScaler's)
             gmax = max(p.gmax[s] for s in with_grad)
             eps = torch.finfo(p.tensor.dtype).eps if p.tensor.is_floating_point() else 0.0
             if gmax * MIN_VISIBLE_LR <= eps * p.pmax:
@@ -755,6 +800,25 @@ def _kept_root(aud: _Auditor, s: int) -> _Op | None:
     alive_ops = {id(r().op) for r in aud.probes.get(s, ()) if r() is not None}  # type: ignore[union-attr]
     ops = [op for op in aud.ops if op.step == s and id(op) in alive_ops]
     return ops[-1] if ops else None
+
+
+def _at_steps(p: _Param) -> tuple[dict[int, float], bool, bool]:
+    """What p's optimizer.step() calls saw: the steps (their order) whose latest gradient before the call was
+    non-zero and finite, with its max |grad|; whether every such call saw .grad zero or None (zero_grad() between
+    backward() and step()); whether every call came after a latest gradient of exactly 0 (or none)."""
+    if not p.stepped:
+        return {}, False, False
+    lazy = [t for _, used, last in p.stepped for t in (used, last) if t is not None]
+    values = iter(_values(lazy)) if lazy else iter(())
+    pairs = [(s, None if used is None else next(values), None if last is None else next(values))
+             for s, used, last in p.stepped]
+    seen = [(s, used, last) for s, used, last in pairs if last is not None and math.isfinite(last) and last > 0]
+    meant: dict[int, float] = {}
+    for s, _, last in seen:
+        meant[s] = max(meant.get(s, 0.0), last)
+    zeroed = bool(seen) and all(used in (None, 0.0) for _, used, _ in seen)
+    zero_last = all(last is not None and last == 0.0 for _, _, last in pairs)
+    return meant, zeroed, zero_last
 
 
 def _not_updated_cause(aud: _Auditor, p: _Param, steps_run: int, have_optimizer: bool) -> str:
