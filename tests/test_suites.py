@@ -206,3 +206,17 @@ def test_the_lessons_scalar_loss_and_saved_intermediate_rules_are_checked():
     records = [r for r in run([c for c in suites.load("lesson") if c.name in names])]
     assert {r.check for r in records} == names and all(r.verdict == "pass" for r in records)
     assert {r.input: r.observed_value for r in records}["a.grad"] == 4.0  # dq/da = 2a at a = 2
+
+
+def test_the_lessons_float32_remark_is_shown_with_its_number():
+    # "with tiny epsilons, thirty-two bit rounding noise can swamp the signal" had no check (an audit against the
+    # seeds). Derived in the probe: float32 stores 3 +- 1e-6 as 3 +- 2^-20, so the slope reads -12 * 2^-20 / 1e-6
+    from gradaudit import run, suites
+
+    names = {"thirty-two bit floats swamp a tiny epsilon", "sixty-four bit floats keep the same epsilon"}
+    records = run([c for c in suites.load("lesson") if c.name in names])
+    assert {r.check for r in records} == names and all(r.verdict == "pass" for r in records)
+    seen = {r.input: r.observed_value for r in records}
+    assert seen["slope in float32, eps 1e-6"] == -12 * 2 ** -20 / 1e-6 or abs(
+        seen["slope in float32, eps 1e-6"] + 12 * 2 ** -20 / 1e-6) < 1e-5
+    assert abs(seen["slope in float64, eps 1e-6"] + 12) < 1e-8

@@ -76,6 +76,28 @@ def _fd() -> dict[str, Any]:
             "slope with divisor 2*eps = 0.002": (up - down) / 0.002}
 
 
+def _fd_at(dtype_name: str, eps: float) -> float:
+    """The lesson's central difference of L(w) = (2w - 9)^2 at w = 3 with *eps*, computed in *dtype_name*."""
+    import torch
+
+    dtype = getattr(torch, dtype_name)
+    w, e = torch.tensor(3.0, dtype=dtype), torch.tensor(eps, dtype=dtype)
+
+    def loss(v: Any) -> Any:
+        return (v * 2.0 + 1.0 - 10.0) ** 2
+
+    return float((loss(w + e) - loss(w - e)) / (2 * e))
+
+
+def _fd_float32() -> dict[str, Any]:
+    slope = _fd_at("float32", 1e-6)
+    return {"slope in float32, eps 1e-6": slope, "its relative error": abs(slope + 12.0) / 12.0}
+
+
+def _fd_float64() -> dict[str, Any]:
+    return {"slope in float64, eps 1e-6": _fd_at("float64", 1e-6)}
+
+
 def _fd_erratum() -> dict[str, Any]:
     up, down = _loss_at(3.001), _loss_at(2.999)
     return {"(L(3.001) - L(2.999)) / 2.002": (up - down) / 2.002}
@@ -486,6 +508,19 @@ def checks() -> list[Expectation | Probe]:
                                 "itself is exact (f is quadratic, so the central difference has no truncation)"),
             derivation="L(3.001) = (-2.998)^2 = 8.988004, L(2.999) = (-3.002)^2 = 9.012004; -0.024 / (2 * 0.001) "
                        "= -12", source=_src("Finite-Difference Check")),
+        Probe("thirty-two bit floats swamp a tiny epsilon", _fd_float32, {
+            "slope in float32, eps 1e-6": -11.444092, "its relative error": 0.046326},
+            derivation="float32 numbers near 3 are 2^-22 apart, so 3 + 1e-6 is stored as 3 + 2^-20 (and 3 - 1e-6 as "
+                       "3 - 2^-20): the difference L(3 + 2^-20) - L(3 - 2^-20) = -24 * 2^-20 is exact, but it is "
+                       "divided by 2e-6, not by the step taken, 2 * 2^-20; the slope reads -12 * 2^-20 / 1e-6 = "
+                       "-11.444092, 1 - 2^-20 / 1e-6 = 4.6326% off -12",
+            dtype="float32", source=_src("Why Bother Checking?")),
+        Probe("sixty-four bit floats keep the same epsilon", _fd_float64, {"slope in float64, eps 1e-6": -12},
+            tolerance=Tolerance(1e-8, 0.0, why="float64 rounds L near 9 at about 2.2e-16 * 9 = 2e-15, and its steps "
+                                "3 +- 1e-6 at about 4.4e-16; divided by 2e-6 that is about 1e-9 of the slope, and "
+                                "1e-8 leaves a margin; the quotient of a quadratic has no truncation"),
+            derivation="the central difference of a quadratic is its exact slope, 2 * 2 * (2 * 3 - 9) = -12, up to "
+                       "float64 rounding", source=_src("Why Bother Checking?")),
         Probe('erratum: "divided by two point zero zero two gives minus twelve"', _fd_erratum,
               {"(L(3.001) - L(2.999)) / 2.002": -12},
               expect="fail", expect_why="the lesson divides -0.024 by 2.002, which gives -0.011988; the central "
