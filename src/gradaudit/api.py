@@ -1253,7 +1253,8 @@ def _vjp_record(problem: Problem, j: int, f: Findings, mode: str, tol: Tolerance
     x = problem.inputs[j]
     kept = f.comparisons(KEEP)
     bound = max((c.allowance.evidence for c in kept if c.allowance), default=None)
-    dtype = str(x.dtype).removeprefix("torch.")
+    dtype = str(x.dtype).removeprefix("torch.")  # the evidence's; the record states the caller's (shape, given)
+    shape, given = _given(problem, j)
     reason = _summary(f, mode)
     if f.verdict == "pass" and dtype not in ("float64", "complex128") and f.max_rel > tol.rtol:
         # evidence in the inputs' own low precision (the function refused float64): its bound, not the rtol, let the
@@ -1268,7 +1269,7 @@ def _vjp_record(problem: Problem, j: int, f: Findings, mode: str, tol: Tolerance
         derivation="autograd's backward (vᵀJ with random non-unit v) against finite differences",
         method="vjp", stored_or_returned="returned", tolerance=tol, source=repro, executed=True,
         verdict=f.verdict, outcome=J.outcome(f.verdict), reason=reason,  # type: ignore[arg-type]
-        shape=_given(problem, j)[0], dtype=_given(problem, j)[1], device=problem.device_of(j), mode=mode,
+        shape=shape, dtype=given, device=problem.device_of(j), mode=mode,
         evidence=_evidence(info, mode, dtype, bound), discrepancy=f.discrepancy(KEEP, kept), rerun=repro,
         elapsed_s=None)
 
@@ -1287,6 +1288,7 @@ def _method_record(problem: Problem, j: int, f: Findings, method: str, derivatio
     as the record's expected and observed values (the report showed None and None beside the expectation given)."""
     x = problem.inputs[j]
     dtype = str(x.dtype).removeprefix("torch.")
+    shape, given = _given(problem, j)
     from .record import to_json
 
     evidence = Evidence("autograd.grad" if method == "autograd.grad" else "finite_difference",
@@ -1300,7 +1302,7 @@ def _method_record(problem: Problem, j: int, f: Findings, method: str, derivatio
         observed_gradient=None if compared is None else to_json(compared[1].tolist()),
         derivation=derivation, method=method, stored_or_returned="returned", tolerance=tol, source=repro,
         executed=True, verdict=f.verdict, outcome=J.outcome(f.verdict), reason=_summary(f),  # type: ignore[arg-type]
-        shape=_given(problem, j)[0], dtype=_given(problem, j)[1], device=problem.device_of(j), mode=mode,
+        shape=shape, dtype=given, device=problem.device_of(j), mode=mode,
         evidence=evidence, discrepancy=f.discrepancy(KEEP), rerun=repro)
 
 
