@@ -59,6 +59,20 @@ def test_autograd_grad_returns_without_storing():
     assert r.evidence.details["stored_after_return"] == {"x": False}
 
 
+def test_autograd_grad_fails_where_the_function_stores_a_gradient_itself():
+    # y = x^2 at 3: autograd.grad returns 2x = 6, the expectation; but the function calls backward on its own
+    # output, so x.grad holds 6 after a call that must store nothing: the returned channel fails and says why
+    def f(x):
+        y = x * x
+        y.backward(retain_graph=True)
+        return y
+
+    (r,) = run([Expectation(name="s", function=f, inputs={"x": 3.0}, expected=6, methods=["autograd.grad"])])
+    assert r.observed_gradient == 6.0
+    assert r.evidence.details["stored_after_return"] == {"x": True}
+    assert r.verdict == "fail" and "stores nothing" in r.reason and "'x'.grad" in r.reason
+
+
 def test_wrong_expectation_fails_with_the_discrepancy():
     # the true derivative of x^2 at 3 is 6; the check claims 7: abs 1, rel 1/7
     recs = run([Expectation(name="wrong", function="x*x", inputs={"x": 3.0}, expected={"x": 7})])

@@ -368,6 +368,13 @@ def _judge_gradient(base: Record, check: Expectation, name: str, method: str, ev
     if method != "finite_difference":
         judged = J.judge(grad, expected, tol, numeric=None)
         f.add(judged, grad, expected, output=None, rows=torch.tensor(-1), cols=cols)
+        if method == "autograd.grad" and ev.info.get("stored_after_return", {}).get(name):
+            # the returned channel's whole point: torch.autograd.grad returns the gradient and stores nothing, so a
+            # .grad holding a value afterwards came from the function itself (a backward() inside it)
+            return _done(base, "fail", check.expect, discrepancy=f.discrepancy(KEEP), **fields,
+                         reason=f"torch.autograd.grad returned the gradient, but '{name}'.grad holds a value "
+                                "afterwards: autograd.grad stores nothing, so the function itself wrote it (a "
+                                "backward() inside the function?). Returned and stored gradients must stay apart")
         return _done(base, f.verdict, check.expect, discrepancy=f.discrepancy(KEEP), **fields)  # type: ignore
     spec = check.inputs[name]
     x = spec.tensor(requires_grad=False, dtype="float64").reshape(-1).abs().clamp_min(1.0)
