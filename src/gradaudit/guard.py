@@ -14,6 +14,7 @@ the caller's random state afterwards.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -29,6 +30,9 @@ class _Deadline(threading.local):
 
 
 _deadline = _Deadline()
+
+#: seconds after a timeout's alarm at which it fires again, while the limited block has not been left
+REFIRE = 0.05
 
 
 class CheckTimeout(BaseException):
@@ -64,16 +68,28 @@ def time_limit(seconds: float | None) -> Iterator[None]:
         return
 
     def _alarm(signum: int, frame: Any) -> None:
+        # raised where the code happens to be; where that is a callback whose exceptions Python only reports (a
+        # weakref's, a __del__), it is lost: the timer fires again shortly, until the limit's block is left
+        signal.setitimer(signal.ITIMER_REAL, REFIRE)
         raise CheckTimeout(seconds)
+
+    unraisable = sys.unraisablehook
+
+    def _quiet(info: Any) -> None:  # such a lost CheckTimeout is not printed as "Exception ignored in ..."
+        if not isinstance(info.exc_value, CheckTimeout):
+            unraisable(info)
 
     start = time.monotonic()
     previous = signal.signal(signal.SIGALRM, _alarm)
+    sys.unraisablehook = _quiet
     earlier = signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if sys.unraisablehook is _quiet:
+            sys.unraisablehook = unraisable
         _deadline.value = outer
         if earlier[0] > 0:  # the caller's own timer, less the time spent here
             signal.setitimer(signal.ITIMER_REAL, max(earlier[0] - (time.monotonic() - start), 1e-3), earlier[1])
