@@ -1312,3 +1312,74 @@ def test_a_directional_failure_names_its_values_weighted_gradients():
     text = str(ga.check(_SquareSumOff.apply, (x,), mode="directional"))
     assert "element | numeric vᵀJ | autograd vᵀJ | abs | rel | allowed | verdict" in text
     assert "(vᵀJ: each element's gradient weighted by the random output weights v" in text
+
+
+# -- check_module: what the report says of the model ------------------------------------------------------------
+
+def test_check_module_refuses_a_model_on_the_meta_device_naming_its_tensors():
+    model = torch.nn.Linear(4, 2, device="meta")
+    with pytest.raises(ga.SpecError, match="model's 2 tensors weight, bias are on the meta device") as info:
+        ga.check_module(model, (torch.randn(3, 4),))
+    assert info.value.field == "model" and "to_empty" in str(info.value)
+
+
+def test_check_module_names_a_parameter_the_forward_renormalizes_in_place():
+    # Embedding(max_norm=0.5) rescales the rows it looks up, in place under no_grad: a different point at every
+    # evaluation. The error names the parameter and the cause, not "work on a copy inside the function"
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Embedding(5, 3, max_norm=0.5), torch.nn.Linear(3, 1))
+    before = model[0].weight.detach().clone()
+    res = ga.check_module(model, (torch.tensor([0, 2, 4]),), lambda o: o.sum())
+    assert res.verdict == "error"
+    message = res.records[0].error.message
+    assert "'0.weight' in place" in message and "max_norm=0.5" in message and "max_norm=None" in message
+    assert "inside the function" not in message
+    assert torch.equal(model[0].weight, before)  # the caller's weight: the check ran on copies
+
+
+def test_check_module_says_which_parameters_carry_hooks_it_does_not_run():
+    # functional_call runs the model on copies of the parameters: a hook registered on a parameter (g * 1.5) does
+    # not run, so the check judges the loss's gradient, not the .grad training sees; the report says so
+    model = torch.nn.Linear(4, 2)
+    model.weight.register_hook(lambda g: g * 1.5)
+    res = ga.check_module(model, (torch.randn(3, 4),), lambda o: o.pow(2).sum())
+    assert res.verdict == "pass"
+    (note,) = [n for n in res.info["notes"] if "hooks" in n]
+    assert note.startswith("1 parameter (weight) carries hooks") and "may differ" in note
+    assert note in res.records[0].evidence.notes
+
+
+def test_a_parameter_autograd_leaves_at_none_passes_saying_so():
+    # d/d(b) of sum(a^2) is 0: autograd gives None, the numeric entries are 0, and the record says which
+    a = torch.tensor([0.5, -1.0], dtype=torch.float64, requires_grad=True)
+    b = torch.tensor([2.0], dtype=torch.float64, requires_grad=True)
+    res = ga.check(lambda a, b: (a * a).sum(), (a, b), names=["a", "b"])
+    assert res.verdict == "pass"
+    assert "autograd gives None for 'b'" in res.records[1].reason
+    assert "None" not in res.records[0].reason
+
+
+def test_the_same_tensor_passed_twice_is_checked_per_argument_and_said_so():
+    # f(a, b) = a * b with a backward that gives b's share to a: at a = b = x the caller's x.grad is 2x, right, but
+    # each argument's own gradient (b and a) is wrong; gradaudit checks the arguments apart, and the note says so
+    class Lopsided(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            return g * (a + b), torch.zeros_like(b)
+
+    x = torch.tensor([0.5, -1.0], dtype=torch.float64, requires_grad=True)
+    res = ga.check(Lopsided.apply, (x, x), names=["a", "b"])
+    assert res.verdict == "fail"
+    assert any("'b' is the same tensor as 'a'" in n for n in res.info["notes"])
+
+
+def test_a_dtype_argument_is_written_into_the_re_run_line():
+    x = torch.tensor([0.3, -0.2], dtype=torch.float64, requires_grad=True)
+    res = ga.check(lambda x, dt: x.sin().to(dt), (x, torch.float64))
+    assert "torch.float64))" in res.records[0].rerun and "inputs: the tensors checked" not in res.records[0].rerun

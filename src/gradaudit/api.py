@@ -130,7 +130,7 @@ def _as_list(inputs: Sequence[Any] | Any) -> list[Any]:
 
 
 def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequence[str] | None,
-             seed: int = 0, kwargs: Mapping[str, Any] | None = None) -> Problem:
+             seed: int = 0, kwargs: Mapping[str, Any] | None = None, notes: Sequence[str] = ()) -> Problem:
     """The problem in float64 (or the inputs' own precision, if the function refuses float64, recorded).
 
     The inputs are flattened (nested tuples, lists and dicts of tensors); the tensors that require grad
@@ -177,6 +177,15 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
     promoted, devices = E.on_cpu([_evidence_copy(x, real=i in complex_in) for i, x in enumerate(xs)])
     problem = Problem(call, promoted, labels, diff, rng_seed=seed, devices=devices,
                       rng_devices=tuple(sorted({x.device.index or 0 for x in xs if torch.is_tensor(x) and x.is_cuda})))
+    problem.notes.extend(notes)
+    aliases: dict[int, int] = {}
+    for i in diff:
+        first = aliases.setdefault(id(xs[i]), i)
+        if first != i:
+            problem.notes.append(
+                f"'{labels[i]}' is the same tensor as '{labels[first]}': each is checked as an input of its own (its "
+                "partial derivative, the other held still), which is what the function's backward must give for "
+                "each argument; the gradient the shared tensor receives is their sum")
     problem.given = [(tuple(x.shape), str(x.dtype).removeprefix("torch."))
                      if torch.is_tensor(x) and (x.dtype != p.dtype or x.shape != p.shape) else None
                      for x, p in zip(xs, promoted)]
@@ -544,7 +553,8 @@ def _options(mode: str, seed: int, forward_ad: bool, order: int) -> dict[str, An
 def _check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Described, repro: str, mode: str,
            tolerance: Tolerance | None, forward_ad: bool, order: int, seed: int, names: Sequence[str] | None,
            expected: Sequence[Any] | None, nondet_tol: Tolerance | None, name: str | None,
-           timeout: float | None = None, kwargs: Mapping[str, Any] | None = None) -> CheckResult:
+           timeout: float | None = None, kwargs: Mapping[str, Any] | None = None,
+           notes: Sequence[str] = ()) -> CheckResult:
     """The check under its guards: gradients on (also inside the caller's no_grad or inference_mode), the
     caller's grad mode and random state restored after, and the time limit."""
     import torch
@@ -558,13 +568,13 @@ def _check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Describe
             try:
                 return _checked(fn, inputs, who=who, repro=repro, mode=mode, tolerance=tolerance,
                                 forward_ad=forward_ad, order=order, seed=seed, names=names, expected=expected,
-                                nondet_tol=nondet_tol, label=label, start=start, kwargs=kwargs)
+                                nondet_tol=nondet_tol, label=label, start=start, kwargs=kwargs, notes=notes)
             finally:
                 torch._C._set_grad_enabled(True)
         with torch.inference_mode(False), torch.enable_grad(), time_limit(timeout):
             return _checked(fn, inputs, who=who, repro=repro, mode=mode, tolerance=tolerance, forward_ad=forward_ad,
                             order=order, seed=seed, names=names, expected=expected, nondet_tol=nondet_tol,
-                            label=label, start=start, kwargs=kwargs)
+                            label=label, start=start, kwargs=kwargs, notes=notes)
     except CheckTimeout as exc:
         timed_out = EvaluationError("timeout", exc)
         return _errored(label, who, mode, repro, *_labelled(fn, inputs, kwargs, names), timed_out, start)
@@ -573,11 +583,11 @@ def _check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Describe
 def _checked(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Described, repro: str, mode: str,
              tolerance: Tolerance | None, forward_ad: bool, order: int, seed: int, names: Sequence[str] | None,
              expected: Sequence[Any] | None, nondet_tol: Tolerance | None, label: str, start: float,
-             kwargs: Mapping[str, Any] | None = None) -> CheckResult:
+             kwargs: Mapping[str, Any] | None = None, notes: Sequence[str] = ()) -> CheckResult:
     if expected is not None:
         expected = _precheck_expected(fn, inputs, kwargs, expected)
     try:
-        problem = _problem(fn, inputs, names, seed, kwargs)
+        problem = _problem(fn, inputs, names, seed, kwargs, notes)
     except EvaluationError as exc:
         return _errored(label, who, mode, repro, *_labelled(fn, inputs, kwargs, names), exc, start)
     if expected is not None:
@@ -831,6 +841,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
     else:
         found = directional(problem, _generator(seed, "directional"), tol, info, vs=vs, grads=grads)
     for pos, j in enumerate(problem.diff):
+        found[j].gave_none = grads[pos] is None
         _say_held(problem, found[j], grads[pos])
         if any(d is not None for d in dead):
             _say_dead(problem, found[j], dead)
@@ -1230,7 +1241,9 @@ DIRECTIONAL_PASS = ("judged through projections vᵀJu along random directions, 
 
 def _summary(f: Findings, mode: str = "full") -> str:
     held = f"; {f.not_checked}" if f.not_checked else ""
-    if f.verdict == "pass":
+    if f.verdict == "pass" and f.gave_none:
+        held = (f"; autograd gives None for '{f.name}' (no gradient: the output does not depend on it), which the "
+                "evidence bears out") + held
         if mode == "directional" and f.total:
             return f"{plural(f.total, 'value')} {DIRECTIONAL_PASS}{held}"
         return f"{plural(f.total, 'value')} compared, all within the allowance{held}"
@@ -1383,6 +1396,21 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
                            "For the gradient with respect to the inputs, use ga.check(model, inputs)."),
                         field="model")
     names = list(params)
+    meta = [n for n, t in (*params.items(), *model.named_buffers()) if t.is_meta]
+    if meta:
+        listed = ", ".join(meta[:4]) + (", ..." if len(meta) > 4 else "")
+        raise SpecError(f"the model's {plural(len(meta), 'tensor')} {listed} {'is' if len(meta) == 1 else 'are'} on "
+                        "the meta device, which holds shapes but no values: the model cannot be evaluated, nor its "
+                        "gradients checked. Build it on a real device, or materialize it first "
+                        "(model.to_empty(device='cpu'), then initialize or load its weights).", field="model")
+    hooked = [n for n, p in params.items() if p._backward_hooks or getattr(p, "_post_accumulate_grad_hooks", None)]
+    listed = ", ".join(hooked[:4]) + (", ..." if len(hooked) > 4 else "")
+    notes = [] if not hooked else [
+        f"{plural(len(hooked), 'parameter')} ({listed}) {'carries' if len(hooked) == 1 else 'carry'} hooks of their "
+        "own (register_hook, register_post_accumulate_grad_hook): the check runs the model on copies of its "
+        "parameters, which carry none, so it checks the loss's gradient; the .grad that training sees has been "
+        "through the hooks and may differ from it"]
+    owners = {n: model.get_submodule(n.rpartition(".")[0]) for n in names}
 
     buffers = dict(model.named_buffers())
     frozen = {n: p for n, p in model.named_parameters() if not p.requires_grad}
@@ -1406,7 +1434,11 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
                  **({n: private(p, dtype) for n, p in frozen.items()} if dtype is not None else {}),
                  **dict(zip(names, values))}
         positional, named = tree_map_only(torch.Tensor, lambda t: private(t, dtype), (args, forward_kwargs))
+        versions = [v._version for v in values]
         out = torch.func.functional_call(model, state, positional, named)
+        for n, v, before in zip(names, values, versions):
+            if v._version != before:
+                raise InputMutated(_mutated_parameter(n, owners[n]))
         return loss_fn(out) if loss_fn is not None else out
 
     tensors = tuple(p.detach().clone().requires_grad_(True) for p in params.values())
@@ -1437,7 +1469,7 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
     try:
         return _check(fn, tensors, who=who, repro=repro, mode=mode, tolerance=tolerance, forward_ad=forward_ad,
                       order=order, seed=seed, names=names, expected=options.get("expected"), nondet_tol=nondet_tol,
-                      name=name or f"{who.name} parameters", timeout=options.get("timeout"))
+                      name=name or f"{who.name} parameters", timeout=options.get("timeout"), notes=notes)
     except SpecError as exc:
         if exc.field != "fn":
             raise
@@ -1449,6 +1481,21 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
                         field="loss_fn" if loss_fn is not None else "model") from None
     finally:
         _restore_modules(owned)
+
+
+def _mutated_parameter(name: str, owner: Any) -> str:
+    """What to say where the model's forward writes to its parameter *name* (of module *owner*) in place."""
+    import torch
+
+    why = ""
+    if isinstance(owner, (torch.nn.Embedding, torch.nn.EmbeddingBag)) and owner.max_norm is not None:
+        why = (f" ({type(owner).__name__}(max_norm={owner.max_norm:g}) renormalizes the rows it looks up in place, "
+               "under no_grad, at every forward)")
+    return (f"the model's forward changes its parameter '{name}' in place{why}, so every evaluation sees different "
+            "parameters and the gradient at them is not defined (autograd does not see the change either). Check "
+            "a copy of the model without it" + (" (max_norm=None), at the parameters the renormalization leaves"
+                                                if why else " (the write moved out of the forward)")
+            + "; the caller's model is untouched")
 
 
 def _restore_modules(held: list[tuple[Any, dict[str, Any], dict[str, Any]]]) -> None:

@@ -89,6 +89,7 @@ class Findings:
     extra: list[Comparison] = field(default_factory=list)  # input-level comparisons (metadata, projections)
     held: torch.Tensor | None = None  # flat input elements that are not finite: held fixed, never judged
     not_checked: str = ""  # what the report says of them
+    gave_none: bool = False  # autograd's gradient of this input is None (the output does not depend on it)
     beyond: bool = False  # a quick stage accepted an entry beyond the tolerance, on its bound alone (full._beyond)
     # entries a quick stage accepted with a difference above SEEN RESOLVE of them: per chunk, the output and the
     # flat rows, columns, differences and autograd's entries (full._seen; full._unresolved_terms reads them)

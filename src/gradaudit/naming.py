@@ -192,6 +192,10 @@ def literal(value: Any, depth: int = 0) -> str | None:
         return None
     if isinstance(value, torch.Size):
         return f"torch.Size({list(value)!r})"
+    if isinstance(value, torch.dtype):
+        return str(value)  # torch.float32
+    if isinstance(value, torch.device):
+        return f"torch.device({str(value)!r})"
     if isinstance(value, Tolerance):
         return "ga." + repr(value)
     if value is None or isinstance(value, (bool, int, str, bytes)):
