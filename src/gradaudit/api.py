@@ -298,6 +298,24 @@ def _first_calls(problem: Problem) -> None:
     if not problem.keep:
         _outputs(outs)  # says what the function returned instead of floating-point tensors
     outs = problem.select(outs)
+    # a float64 function that computes part of its work in a lower precision on the way from its inputs to its
+    # outputs (x.float() inside: a float32 model run as model.double(), its RMSNorm or softmax in float32)
+    precise = min((torch.finfo(problem.inputs[j].dtype).eps for j in problem.diff
+                   if problem.inputs[j].is_floating_point()), default=None)
+    inner = E.computed_in(outs, precise) if precise is not None else None
+    if inner is not None and any(torch.is_tensor(o) and o.is_floating_point()
+                                 and torch.finfo(o.dtype).eps < torch.finfo(inner[0]).eps for o in outs):
+        # its values are that precision's, whatever dtype it returns: a staircase at its steps, which float64's
+        # rounding model does not see (a float32 model's right backward FAILED on a tableau crossing a few stairs).
+        # Its outputs are taken in that precision, as a function returning it is judged
+        name = str(inner[0]).removeprefix("torch.")
+        problem.inner = inner[0]
+        outs = E.narrowed(outs, inner[0])
+        problem.notes.append(
+            f"the function computes in {name} inside (its graph holds {inner[1]} in {name}: a cast such as "
+            f"x.float()): its values have {name}'s precision, whatever dtype it returns, so its outputs were taken in "
+            f"{name} and the evidence has {name}'s precision (a staircase at {name}'s steps: where finite "
+            "differences cannot resolve an entry, it is inconclusive, not failed)")
     problem.outputs = _outputs(outs)
     problem.shapes = tuple(o.shape for o in problem.outputs)
     problem.point = (leaves, outs)  # its graph: the first backward (vᵀJ, twice) goes through it
@@ -1269,13 +1287,22 @@ def _vjp_record(problem: Problem, j: int, f: Findings, mode: str, tol: Tolerance
     dtype = str(x.dtype).removeprefix("torch.")  # the evidence's; the record states the caller's (shape, given)
     shape, given = _given(problem, j)
     reason = _summary(f, mode)
-    if f.verdict == "pass" and dtype not in ("float64", "complex128") and f.max_rel > tol.rtol:
-        # evidence in the inputs' own low precision (the function refused float64): its bound, not the rtol, let the
-        # largest difference pass (a float32 kernel 0.3% off passed, the report saying only "within the allowance")
-        reason += (f"; differences up to {f.max_rel:.2g} of an entry were accepted (rtol {tol.rtol:g}, but the "
-                   f"{dtype} evidence's own error bound is part of the allowance): a backward off by less than that "
-                   "may pass; give the function float64 inputs (the tensors it closes over in float64, or cast "
-                   "inside) for float64 evidence")
+    # the evidence has the precision of the least precise of the input's copy, the outputs and what the function
+    # computes in inside (a float64 input, a float32 output or an x.float() inside: float32's)
+    precision = _least_precise([x.dtype, problem.inner, *(o.dtype for o in problem.outputs)])
+    if f.verdict == "pass" and precision not in ("float64", "complex128") and f.max_rel > tol.rtol:
+        # evidence in a low precision: its bound, not the rtol, let the largest difference pass (a float32 kernel
+        # 0.3% off passed, the report saying only "within the allowance")
+        accepted = (f"; differences up to {f.max_rel:.2g} of an entry were accepted (rtol {tol.rtol:g}, but the "
+                    f"{precision} evidence's own error bound is part of the allowance): a backward off by less than "
+                    "that may pass")
+        if dtype == precision:  # the function refused float64 inputs
+            reason += accepted + ("; give the function float64 inputs (the tensors it closes over in float64, or "
+                                  "cast inside) for float64 evidence")
+        else:
+            reason += accepted + (f"; the function's values have {precision}'s precision (its outputs, or its work "
+                                  "inside), which no step can refine")
+        dtype = precision
     return Record(
         suite="check", check=label, function=who.source, function_name=who.name,
         inputs=_problem_meta(problem), input=problem.names[j],
@@ -1285,6 +1312,21 @@ def _vjp_record(problem: Problem, j: int, f: Findings, mode: str, tol: Tolerance
         shape=shape, dtype=given, device=problem.device_of(j), mode=mode,
         evidence=_evidence(info, mode, dtype, bound), discrepancy=f.discrepancy(KEEP, kept), rerun=repro,
         elapsed_s=None)
+
+
+def _least_precise(dtypes: Sequence[Any]) -> str:
+    """The name of the least precise floating dtype among *dtypes* (None and non-floating ones left out; a complex
+    one as its parts' real dtype would read, but named as itself)."""
+    import torch
+
+    best, worst = "float64", 0.0
+    for d in dtypes:
+        if d is None or not (d.is_floating_point or d.is_complex):
+            continue
+        eps = torch.finfo(d).eps
+        if eps > worst:
+            best, worst = str(d).removeprefix("torch."), eps
+    return best
 
 
 def _given(problem: Problem, j: int) -> tuple[tuple[int, ...], str]:

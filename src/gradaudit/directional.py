@@ -769,7 +769,7 @@ def _scalar_rounding(gv: float, xv: float, uv: float) -> tuple[float, Rounding]:
     if perturbation == math.inf:  # the square overflowed: _scaled_norm of one value is its magnitude
         perturbation = EPS64 * abs(product)
     # torch's sum starts from +0.0 (a sum of -0.0 is +0.0)
-    return 0.0 + gu, {"perturbation": perturbation, "dot_rounding": 4 * EPS64 * abs(gu) * 1.0}
+    return 0.0 + gu, {"perturbation": perturbation, "dot_rounding": 4 * EPS64 * abs(gu) * 1.0 + SUBNORMAL * abs(uv)}
 
 
 def _keeps(memo: dict[tuple[float, ...], Any], ts: list[float]) -> bool:
@@ -1714,6 +1714,10 @@ def _sizes(x: torch.Tensor) -> torch.Tensor:
     return x.detach().abs().to(torch.float64).nan_to_num(nan=1.0, posinf=1.0).clamp_min(1.0)
 
 
+#: float64's smallest spacing, that of its subnormal numbers (2^-1074)
+SUBNORMAL = 2.0 ** -1074
+
+
 def _scaled_norm(terms: list[torch.Tensor]) -> float:
     """The largest 2-norm over rows (dim 1) of the terms together, computed without overflow: the terms
     divided by their largest magnitude first (inf only where a term itself is not finite)."""
@@ -1738,6 +1742,10 @@ def _rounding(g: torch.Tensor | None, u: torch.Tensor, x: torch.Tensor,
     if perturbation == math.inf:  # |g x| above 1e154: the same norm without overflow
         perturbation = EPS64 * _scaled_norm([product.reshape(1, -1)])
     dot = 4 * EPS64 * float((g * u if gu is None else gu).abs().sum()) * math.sqrt(max(u.numel(), 1))
+    # and float64's own floor: a gradient below its range is 0 (or a subnormal) to within half its smallest spacing,
+    # which u scales (1 / x at 1e300: autograd's -0.0 is -1e-600 correctly rounded, and along u = 1e300 its vᵀJu of 0
+    # against the evidence's 1e-300 FAILED, "abs 0, allowed 0")
+    dot += SUBNORMAL * float(u.abs().sum())
     return {"perturbation": perturbation, "dot_rounding": dot}
 
 

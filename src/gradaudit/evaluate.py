@@ -92,6 +92,9 @@ class Problem:
     devices: list[Any] | None = None
     moved: list[Any] | None = None  # with watch_moved: the device copies the last call made
     watch_moved: bool = False  # keep them (the first call's are checked unchanged, as the inputs are)
+    # the lower precision the function computes in (it cast a float64 value to float32 inside: Downcasts), to which
+    # every call's floating outputs are rounded: the evidence then has that precision, as for a float32 output
+    inner: Any = None
 
     def call(self, *xs: torch.Tensor) -> list[torch.Tensor]:
         """The function's outputs as a list; its exceptions become EvaluationError('function').
@@ -156,6 +159,8 @@ class Problem:
                     "mask); return the same structure everywhere, e.g. pad or mask instead of dropping"))
             outs = self.select(flat)
             outs = outs if self.devices is None else [_to_cpu(o) for o in outs]
+        if self.inner is not None:
+            outs = narrowed(outs, self.inner)
         shapes = self.shapes
         if shapes is not None and (getattr(outs[0], "shape", None) != shapes[0] if len(outs) == 1
                                    else tuple(getattr(o, "shape", None) for o in outs) != shapes):
@@ -253,6 +258,48 @@ class Problem:
         if self._noise is None:
             self._noise = measure_noise(self)
         return self._noise[k]
+
+
+def narrowed(outs: list[Any], dtype: Any) -> list[Any]:
+    """The floating tensors among *outs* that are more precise than *dtype*, rounded to it (differentiably)."""
+    import torch
+
+    eps = torch.finfo(dtype).eps
+    return [o.to(dtype) if torch.is_tensor(o) and o.is_floating_point() and torch.finfo(o.dtype).eps < eps else o
+            for o in outs]
+
+
+def computed_in(outs: Sequence[Any], eps: float) -> tuple[Any, str] | None:
+    """The least precise floating dtype on the autograd graph of *outs* (a first call's outputs, with their graph)
+    coarser than *eps*, and the name of a node that computes in it: a float64 function that casts part of its work
+    to float32 (``h.float()``, a float32 model run as model.double() with its RMSNorm in float32) is a staircase at
+    float32's steps, whatever dtype it returns. None where none is (or the graph cannot be read)."""
+    import torch
+
+    stack: list[Any] = [o.grad_fn for o in outs if torch.is_tensor(o) and o.grad_fn is not None]
+    seen: set[int] = set()
+    found: tuple[Any, str] | None = None
+    worst = eps
+    try:
+        while stack:
+            node = stack.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            for meta in node._input_metadata:  # the dtypes of what the node's forward produced
+                dtype = _real_dtype(torch, meta.dtype)
+                if dtype.is_floating_point and torch.finfo(dtype).eps > worst:
+                    found, worst = (dtype, node.name()), torch.finfo(dtype).eps
+            stack.extend(n for n, _ in node.next_functions)
+    except (AttributeError, TypeError, RuntimeError):  # (a private attribute: where it is not, nothing is found)
+        return None
+    return found
+
+
+def _real_dtype(torch: Any, dtype: Any) -> Any:
+    """The real dtype of a complex one's parts (complex64: float32), a real one as it is."""
+    return {torch.complex64: torch.float32, torch.complex128: torch.float64, torch.complex32: torch.float16}.get(
+        dtype, dtype)
 
 
 def on_cpu(xs: Sequence[Any]) -> tuple[list[Any], list[Any] | None]:
