@@ -2581,3 +2581,24 @@ def test_a_gradient_of_efficient_zeros_is_read_like_any_other(mode):
     at_zero = torch.tensor([[-1.5, 0.0, 2.0]], dtype=F64, requires_grad=True)
     res = ga.check(torch.sgn, (at_zero,), mode=mode)
     assert res.verdict == "inconclusive" and {m.element for m in res.mismatches} == {(0, 1)}, res.report()
+
+
+def test_bfloat16_evidence_claims_no_diagonal_for_a_jacobian_of_blocks():
+    """log_softmax(x, 0) of a 5 x 5 input: each column's outputs depend on all five of its inputs (5 x 5 blocks), and
+    autograd's entries at the point are right (float64 gradcheck passes there). A function that runs in bfloat16
+    only is checked on bfloat16 evidence, whose structure test allowed 64 ulps, half of every value: both draws
+    "verified" a diagonal, band entries were shown as autograd's (-0.0863 where autograd gives 0.1338) and the check
+    FAILED. No band is guessed on evidence that coarse."""
+    X = [[-8.5, -1.765625, -4.3125, -2.40625, -7.9375], [3.609375, -8.0625, -0.57421875, 3.125, -3.03125],
+         [5.09375, 1.1328125, 4.9375, 5.78125, -3.96875], [3.265625, -3.890625, 2.828125, -4.6875, 4.15625],
+         [1.8203125, -3.515625, -4.40625, 2.328125, 8.375]]
+
+    def bf16_only(t):
+        if t.dtype != torch.bfloat16:
+            raise TypeError("bfloat16 only")
+        return torch.log_softmax(t, 0)
+
+    x = torch.tensor(X, dtype=torch.bfloat16, requires_grad=True)
+    res = ga.check(bf16_only, (x,))
+    assert res.verdict != "fail", res
+    assert "diagonal" not in res.info.get("structure", "")
