@@ -2602,3 +2602,34 @@ def test_bfloat16_evidence_claims_no_diagonal_for_a_jacobian_of_blocks():
     res = ga.check(bf16_only, (x,))
     assert res.verdict != "fail", res
     assert "diagonal" not in res.info.get("structure", "")
+
+
+def test_a_one_percent_bug_in_a_float32_only_function_fails_on_float32_evidence():
+    """sin in a Function that runs in float32 only (so the check falls back to float32 evidence), its backward the
+    right one (in float64, cast back) 1% off at element 7: x7 = 1.8447, cos x7 = -0.27046, the bug 2.7e-3. Central
+    differences in float32 resolve it (Richardson at the quick stage's step 9e-3: -0.27046 +- 1.6e-4), but they can
+    only accept; Ridders' smaller steps round coarser in float32 (-0.27046 +- 4e-4 from a last step of 2.3e-3), and ten
+    times that passed the bug. The final stage takes the finer estimate where the two agree. The right backward
+    still passes."""
+    class Sin32(torch.autograd.Function):
+        off = 1.0
+
+        @staticmethod
+        def forward(ctx, x):
+            if x.dtype != torch.float32:
+                raise TypeError("float32 only")
+            ctx.save_for_backward(x)
+            return torch.sin(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            d = (g.double() * torch.cos(x.double())).clone()
+            d.view(-1)[7] *= Sin32.off
+            return d.to(x.dtype)
+
+    x = (torch.rand(4, 5, generator=torch.Generator().manual_seed(0)) * 1.5 + 0.5)
+    assert ga.check(Sin32.apply, (x.clone().requires_grad_(),)).verdict == "pass"
+    Sin32.off = 1.01
+    res = ga.check(Sin32.apply, (x.clone().requires_grad_(),))
+    assert res.verdict == "fail" and {m.location.element for m in res.mismatches if m.verdict == "fail"} == {(1, 2)}
