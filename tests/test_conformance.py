@@ -2633,3 +2633,31 @@ def test_a_one_percent_bug_in_a_float32_only_function_fails_on_float32_evidence(
     Sin32.off = 1.01
     res = ga.check(Sin32.apply, (x.clone().requires_grad_(),))
     assert res.verdict == "fail" and {m.location.element for m in res.mismatches if m.verdict == "fail"} == {(1, 2)}
+
+
+@pytest.mark.parametrize("at", [-8.4765625, 0.75, 3.0])
+def test_float16_evidence_divides_by_the_distance_its_points_are_apart(at):
+    """t.double() in a function that runs in float16 only (the check falls back to float16 evidence): d/dt = 1. At
+    -8.4765625 the quick stage's step 0.84 is exact upwards (-7.6367 is a float16) but not downwards (-9.3164 lies
+    between two spacings of 0.0078): the quotient over 2h read 0.99690 with a bound of 2.4e-6 and the right backward
+    FAILED (before, Ridders' steps below the spacing read 0 with a bound of 4e-10). Each quotient now divides by the
+    distance its two points are apart, and a step that moves nothing gives no quotient."""
+    def only16(t):
+        if t.dtype != torch.float16:
+            raise TypeError("float16 only")
+        return t.double()
+
+    t = torch.tensor(at, dtype=torch.float16, requires_grad=True)
+    assert ga.check(only16, (t,)).verdict == "pass"
+
+
+def test_ridders_tableau_passes_over_steps_too_small_to_move_the_input():
+    """Quotients of 2 + h^2 at h = 1, 1/2, ..., 1/32, the last two not finite (steps below the input's spacing):
+    Ridders extrapolates from the finite ones (2 exactly), where it dropped every step before."""
+    from gradaudit.numeric import ridders_tensor
+
+    h = torch.tensor([0.5 ** k for k in range(6)], dtype=F64).reshape(6, 1)
+    small, large = h < 0.1, h > 0.6
+    d = torch.cat([torch.where(small, math.nan, 2 + h * h), torch.where(small | large, math.nan, 4 + h * h)], 1)
+    value, err, used = ridders_tensor(d)
+    assert value.tolist() == [2.0, 4.0] and err.tolist() == [0.0, 0.0]

@@ -712,9 +712,11 @@ def held(x: torch.Tensor) -> torch.Tensor | None:
 
 
 def numeric_columns(problem: Problem, j: int, directions: torch.Tensor, h: torch.Tensor | float,
-                    info: Info) -> list[torch.Tensor]:
+                    info: Info, cols: torch.Tensor | None = None) -> list[torch.Tensor]:
     """(f(x + h d) - f(x - h d)) / 2h for each direction d (rows of *directions*), per output as
-    (n directions, M_k) in float64; h is a scalar or one step per direction."""
+    (n directions, M_k) in float64; h is a scalar or one step per direction. *cols*: the directions are the unit
+    rows of these flat elements (:func:`unit_rows`), and each quotient divides by the distance its two points are
+    apart (:func:`_spans`)."""
     import torch
 
     x = problem.inputs[j].detach()
@@ -725,6 +727,8 @@ def numeric_columns(problem: Problem, j: int, directions: torch.Tensor, h: torch
     with torch.no_grad():
         outs = batched_outputs(problem, j, torch.cat([x + step, x - step]), info)
     scale = (2 * torch.as_tensor(h, dtype=torch.float64)).reshape(-1, 1)
+    if cols is not None and x.dtype != torch.float64:
+        scale = _spans(x.reshape(-1)[cols], torch.as_tensor(h, dtype=x.dtype).expand(len(cols)))
     info["evaluations"] = info.get("evaluations", 0) + 2 * n
     return [(o[:n] - o[n:]).reshape(n, -1).to(torch.float64).div_(scale) if o.dtype != torch.float64
             else torch.sub(o[:n], o[n:]).reshape(n, -1).div_(scale) for o in outs]
@@ -743,7 +747,17 @@ def central_columns(problem: Problem, j: int, cols: torch.Tensor, h: torch.Tenso
     """Central-difference Jacobian columns *cols* of input j with steps h[cols], per output as (len(cols), M_k)."""
     if LEAN and (2 * len(cols) <= SMALL_BATCH or problem.vmap.get(j) is False or problem.random is not False):
         return _central_loop(problem, j, cols, h[cols], info)  # the loop batched_outputs would run
-    return numeric_columns(problem, j, unit_rows(problem.inputs[j], cols), h[cols], info)
+    return numeric_columns(problem, j, unit_rows(problem.inputs[j], cols), h[cols], info, cols)
+
+
+def _spans(there: torch.Tensor, hs: torch.Tensor) -> torch.Tensor:
+    """(there + hs) - (there - hs), as the evaluations' points lie (each rounded to the inputs' dtype), in float64,
+    as a column (n, 1). In float64 the steps are exact and this is 2 hs; in a coarser dtype x - h may round where
+    x + h did not (float16 at -8.48: x - 0.84 lands between two spacings of 0.0078), and dividing by 2 h put a
+    0.3% error into a quotient claimed to 1e-6."""
+    import torch
+
+    return ((there + hs).to(torch.float64) - (there - hs).to(torch.float64)).reshape(-1, 1)
 
 
 def _central_loop(problem: Problem, j: int, cols: torch.Tensor, hs: torch.Tensor, info: Info) -> list[torch.Tensor]:
@@ -771,7 +785,7 @@ def _central_loop(problem: Problem, j: int, cols: torch.Tensor, hs: torch.Tensor
                 xs[j] = point
                 rows.append(call(*xs))
     info["evaluations"] = info.get("evaluations", 0) + 2 * n
-    scale = (2 * hs.to(torch.float64)).reshape(-1, 1)
+    scale = (2 * hs.to(torch.float64)).reshape(-1, 1) if x.dtype == torch.float64 else _spans(there, hs)
     out = []
     for k in range(len(problem.outputs)):
         o = torch.stack([r[k] for r in rows])
@@ -958,7 +972,15 @@ def ridders_columns(problem: Problem, j: int, cols: torch.Tensor, info: Info, *,
     h0 = halving_steps(x, base, columns).reshape(-1)[cols]
     hs = torch.stack([h0 / 2**k for k in range(columns)])  # (K, w): every one an exact displacement
     unit = unit_rows(x, cols)
-    per_step = [numeric_columns(problem, j, unit, hs[k], info) for k in range(columns)]
+    per_step = [numeric_columns(problem, j, unit, hs[k], info, cols) for k in range(columns)]
+    if x.dtype != torch.float64:  # a step below the input's spacing moves nothing: no quotient (ridders_tensor)
+        at = x.detach().reshape(-1)[cols]
+        for k in range(columns):
+            step = hs[k].to(x.dtype)
+            still = ((at + step) == at) | ((at - step) == at)
+            if bool(still.any()):
+                for quotients in per_step[k]:
+                    quotients[still] = math.nan
     out = []
     for kk in range(len(problem.outputs)):
         d = torch.stack([per_step[k][kk] for k in range(columns)])  # (K, w, M)

@@ -83,7 +83,8 @@ def ridders_tensor(centrals: torch.Tensor, *, con: float = CON, safe: float = SA
     """:func:`ridders_tableau` for every element at once: *centrals* holds central differences at
     K steps shrinking by *con* along dim 0. Steps whose difference is not finite (a large step
     left the function's domain) are dropped from the front, so each element extrapolates from the
-    steps where it is defined. Returns (value, error estimate, index of the step used last).
+    steps where it is defined, up to the first non-finite one after them (a step too small to move
+    its input). Returns (value, error estimate, index of the step used last).
 
     >>> import torch
     >>> h = torch.tensor([0.5 ** k for k in range(6)], dtype=torch.float64).reshape(6, 1)
@@ -97,8 +98,12 @@ def ridders_tensor(centrals: torch.Tensor, *, con: float = CON, safe: float = SA
     k = centrals.shape[0]
     finite = torch.isfinite(centrals)
     steps = torch.arange(k).reshape(-1, *([1] * (centrals.dim() - 1))).expand_as(centrals)
-    # first index of the finite suffix: one past the last non-finite step
-    start = torch.where(finite, torch.zeros_like(steps), steps + 1).amax(0)
+    # the first finite run: from one past the last non-finite step that a finite one follows (the large steps left
+    # the domain) to the first non-finite after it (the small steps did not move the input: its spacing, float16's,
+    # is coarser than they are), whose NaNs the tableau passes over
+    later = torch.flip(torch.cummax(torch.flip(finite.to(torch.int8), [0]), 0).values, [0])  # a finite at i or after
+    followed = torch.cat([later[1:], torch.zeros_like(later[:1])]).bool()  # a finite after i
+    start = torch.where(~finite & followed, steps + 1, torch.zeros_like(steps)).amax(0)
     index = (start.unsqueeze(0) + steps).clamp_max(k - 1)
     shifted = torch.where(start.unsqueeze(0) + steps < k, centrals.gather(0, index),
                           torch.full_like(centrals, math.nan))
