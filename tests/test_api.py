@@ -1455,3 +1455,102 @@ def test_a_gradient_below_float64s_range_is_not_failed(at, mode):
     for values in ([at], [at, 3.0]):
         x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
         assert ga.check(torch.reciprocal, (x,), mode=mode).verdict == "pass", values
+
+
+def _off_at_1(scale):
+    """The identity, its backward off by *scale* at flat element 1."""
+    class Off(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, h):
+            return h.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            g = g.clone()
+            g.view(-1)[1] *= scale
+            return g
+
+    return Off.apply
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_a_float32_parameter_beside_the_checked_input_does_not_make_the_function_float32(mode):
+    # tanh(x * alpha) with alpha a float32 nn.Parameter (not checked): x * alpha is float64 (type promotion), so the
+    # function computes in float64 throughout; the float32 leaf made the check round its outputs to float32, and a
+    # backward off by 1e-5 went from FAIL to inconclusive. Only what lies between the checked inputs and an output
+    # counts
+    alpha = torch.nn.Parameter(torch.tensor(0.5))
+    x = torch.linspace(0.3, 1.7, 5, dtype=torch.float64)
+    for scale, want in ((1.0, "pass"), (1 + 1e-5, "fail")):
+        fn = (lambda b: lambda x: torch.tanh(b(x) * alpha))(_off_at_1(scale))
+        res = ga.check(fn, (x.clone().requires_grad_(),), mode=mode)
+        assert res.verdict == want, (scale, str(res))
+        assert not any("inside" in n for n in res.info.get("notes", []))
+
+
+def test_only_the_outputs_computed_in_float32_are_taken_in_float32():
+    # (sin x, cos(x.float())): the first output is float64 all the way, and a backward off by 1e-6 there fails; the
+    # second is float32's, and the note names it alone
+    x = torch.linspace(0.3, 1.7, 5, dtype=torch.float64)
+    b = _off_at_1(1 + 1e-6)
+    res = ga.check(lambda x: (torch.sin(b(x)), torch.cos(x.float()).double()), (x.clone().requires_grad_(),),
+                   mode="full")
+    assert res.verdict == "fail"
+    assert {(m.location.output, m.location.element) for m in res.mismatches if m.verdict == "fail"} == {(0, (1,))}
+    assert any("output 1 were taken in float32" in n for n in res.info["notes"])
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_outputs_beyond_float32s_range_are_not_rounded_to_it(mode):
+    # 1e40 x + tanh(x.float()) is right; rounded to float32 its outputs read inf (not checked), and
+    # 1e-45 x (1 + 1e-3 tanh(x.float())) underflowed to subnormals and FAILED in directional mode
+    x = torch.linspace(0.3, 1.7, 3, dtype=torch.float64)
+    for fn in (lambda x: 1e40 * x + torch.tanh(x.float()), lambda x: 1e-45 * x * (1 + 1e-3 * torch.tanh(x.float()))):
+        res = ga.check(fn, (x.clone().requires_grad_(),), mode=mode)
+        assert res.verdict != "fail", str(res)
+        assert not any("inside" in n for n in res.info.get("notes", []))
+
+
+def test_a_float32_only_function_of_two_outputs_fails_a_bug_in_its_second():
+    # 2x and sin x in float32 only, the backward of sin 20% off at element 1: the Richardson stage's estimates were
+    # kept per column from the first output at which it went on, and read by output: an IndexError, not a FAIL
+    class Two(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            if x.dtype != torch.float32:
+                raise TypeError("float32 only")
+            ctx.save_for_backward(x)
+            return 2 * x, torch.sin(x)
+
+        @staticmethod
+        def backward(ctx, g0, g1):
+            (x,) = ctx.saved_tensors
+            d = g1 * torch.cos(x)
+            d.view(-1)[1] *= 1.2
+            return 2 * g0 + d
+
+    x = torch.rand(6, generator=torch.Generator().manual_seed(0)) * 1.5 + 0.5
+    res = ga.check(Two.apply, (x.requires_grad_(),), mode="full")
+    assert res.verdict == "fail"
+    assert {(m.location.output, m.location.element) for m in res.mismatches if m.verdict == "fail"} == {(1, (1,))}
+
+
+def test_embedding_whose_max_norm_changes_nothing_is_checked():
+    # F.embedding renormalizes the rows it looks up in place at every forward, which moves the weight's version
+    # counter even where every norm is below max_norm (100 here, norms 0.7 to 2.7): nothing changes, and the
+    # gradient is checked (it was an error naming an in-place write)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Embedding(5, 3, max_norm=100.0), torch.nn.Linear(3, 1))
+    assert ga.check_module(model, (torch.tensor([0, 2, 4]),), lambda o: o.sum()).verdict == "pass"
+
+
+def test_a_directional_pass_says_it_judged_projections():
+    x = torch.linspace(0.3, 1.7, 6, dtype=torch.float64, requires_grad=True)
+    res = ga.check(torch.sin, (x,), mode="directional")
+    assert res.verdict == "pass" and "judged through projections" in res.records[0].reason
+
+
+def test_the_evidence_header_states_float32_for_a_cast_inside_whatever_the_verdict():
+    x = torch.tensor([0.3, 1.1, -0.7], dtype=torch.float64, requires_grad=True)
+    res = ga.check(lambda x: torch.tanh(x.float()).double() * 3, (x,), mode="directional")
+    assert res.records[0].evidence.precision == "float32", str(res)

@@ -1235,7 +1235,7 @@ def test_ridders_from_smaller_steps_does_not_turn_a_staircase_into_a_failure(mod
 @pytest.mark.parametrize("fn, at", [(lambda x: x.float().exp().double(), 0.02772364097281832),
                                     (lambda x: (x.float() ** 2).double(), 0.8914319582366361)],
                          ids=["exp32", "square32"])
-def test_a_coarse_pass_on_a_staircase_is_inconclusive_in_every_mode(mode, fn, at):
+def test_a_staircase_from_a_cast_inside_is_never_failed_and_judged_as_a_float32_output(mode, fn, at):
     """exp (or x^2) computed in float32 and returned in float64. The backward is float32's: exp(0.0277) rounded to
     float32 is 6e-8 below the float64 derivative, beyond the promise that a backward rounded through float32 does
     not pass. Ridders from steps of 1e-2 averages the stairs (output quanta of 1.2e-7 over steps of 1e-2: about 8e-6

@@ -302,20 +302,35 @@ def _first_calls(problem: Problem) -> None:
     # outputs (x.float() inside: a float32 model run as model.double(), its RMSNorm or softmax in float32)
     precise = min((torch.finfo(problem.inputs[j].dtype).eps for j in problem.diff
                    if problem.inputs[j].is_floating_point()), default=None)
-    inner = E.computed_in(outs, precise) if precise is not None else None
-    if inner is not None and any(torch.is_tensor(o) and o.is_floating_point()
-                                 and torch.finfo(o.dtype).eps < torch.finfo(inner[0]).eps for o in outs):
+    inner = E.computed_in(outs, [leaves[j] for j in problem.diff], precise) if precise is not None else []
+    low: list[Any] = []
+    limits = E.NARROW_RANGE
+    for o, found in zip(outs, inner):
+        if found is None or not (torch.is_tensor(o) and o.is_floating_point()
+                                 and torch.finfo(o.dtype).eps < torch.finfo(found[0]).eps):
+            low.append(None)
+            continue
+        # (finite values within float32's normal range, far from its ends: rounding keeps them)
+        size = o.detach().abs()
+        size = size[torch.isfinite(size) & (size > 0)]
+        fits = not size.numel() or (float(size.min()) >= limits[0] and float(size.max()) <= limits[1])
+        low.append(found[0] if fits else None)
+    if any(d is not None for d in low):
         # its values are that precision's, whatever dtype it returns: a staircase at its steps, which float64's
         # rounding model does not see (a float32 model's right backward FAILED on a tableau crossing a few stairs).
-        # Its outputs are taken in that precision, as a function returning it is judged
-        name = str(inner[0]).removeprefix("torch.")
-        problem.inner = inner[0]
-        outs = E.narrowed(outs, inner[0])
+        # Those outputs are taken in that precision, as a function returning it is judged
+        problem.inner = low
+        outs = E.narrowed(outs, low)
+        which = [k for k, d in enumerate(low) if d is not None]
+        dtype, node = next(f for f, d in zip(inner, low) if f is not None and d is not None)
+        name = str(dtype).removeprefix("torch.")
+        outputs = ("its output" if len(outs) == 1
+                   else f"output{'s' if len(which) > 1 else ''} {', '.join(map(str, which))}")
         problem.notes.append(
-            f"the function computes in {name} inside (its graph holds {inner[1]} in {name}: a cast such as "
-            f"x.float()): its values have {name}'s precision, whatever dtype it returns, so its outputs were taken in "
-            f"{name} and the evidence has {name}'s precision (a staircase at {name}'s steps: where finite "
-            "differences cannot resolve an entry, it is inconclusive, not failed)")
+            f"the function computes in {name} inside (its graph holds {node} in {name} between the checked inputs "
+            f"and {outputs}: a cast such as x.float()): those values have {name}'s precision, whatever dtype it "
+            f"returns, so {outputs} were taken in {name} and the evidence has {name}'s precision (a staircase at "
+            f"{name}'s steps: where finite differences cannot resolve an entry, it is inconclusive, not failed)")
     problem.outputs = _outputs(outs)
     problem.shapes = tuple(o.shape for o in problem.outputs)
     problem.point = (leaves, outs)  # its graph: the first backward (vᵀJ, twice) goes through it
@@ -1262,6 +1277,7 @@ def _summary(f: Findings, mode: str = "full") -> str:
     if f.verdict == "pass" and f.gave_none:
         held = (f"; autograd gives None for '{f.name}' (no gradient: the output does not depend on it), which the "
                 "evidence bears out") + held
+    if f.verdict == "pass":
         if mode == "directional" and f.total:
             return f"{plural(f.total, 'value')} {DIRECTIONAL_PASS}{held}"
         return f"{plural(f.total, 'value')} compared, all within the allowance{held}"
@@ -1289,7 +1305,7 @@ def _vjp_record(problem: Problem, j: int, f: Findings, mode: str, tol: Tolerance
     reason = _summary(f, mode)
     # the evidence has the precision of the least precise of the input's copy, the outputs and what the function
     # computes in inside (a float64 input, a float32 output or an x.float() inside: float32's)
-    precision = _least_precise([x.dtype, problem.inner, *(o.dtype for o in problem.outputs)])
+    precision = _least_precise([x.dtype, *(problem.inner or []), *(o.dtype for o in problem.outputs)])
     if f.verdict == "pass" and precision not in ("float64", "complex128") and f.max_rel > tol.rtol:
         # evidence in a low precision: its bound, not the rtol, let the largest difference pass (a float32 kernel
         # 0.3% off passed, the report saying only "within the allowance")
@@ -1302,7 +1318,7 @@ def _vjp_record(problem: Problem, j: int, f: Findings, mode: str, tol: Tolerance
         else:
             reason += accepted + (f"; the function's values have {precision}'s precision (its outputs, or its work "
                                   "inside), which no step can refine")
-        dtype = precision
+    dtype = precision
     return Record(
         suite="check", check=label, function=who.source, function_name=who.name,
         inputs=_problem_meta(problem), input=problem.names[j],
@@ -1463,6 +1479,8 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
             return t.detach().to(dtype).requires_grad_(t.requires_grad)  # (a copy)
         return t.detach().clone().requires_grad_(t.requires_grad)
 
+    first = [True]  # (emptied by the first call)
+
     def fn(*values: torch.Tensor) -> Any:
         # fresh copies of the buffers at every evaluation: batch norm in train() mode updates its running
         # statistics in place, and neither the model nor the next evaluation may see that; of the inputs and
@@ -1476,10 +1494,15 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
                  **({n: private(p, dtype) for n, p in frozen.items()} if dtype is not None else {}),
                  **dict(zip(names, values))}
         positional, named = tree_map_only(torch.Tensor, lambda t: private(t, dtype), (args, forward_kwargs))
-        versions = [v._version for v in values]
+        # at the first call, a parameter the forward writes in place is named with its cause (the check of the
+        # function's inputs after that call would say it in general terms). Only a write that changes a value: the
+        # version counter alone also moves where nothing changed (Embedding(max_norm=100) renormalizes every row it
+        # looks up, in place, whatever their norms)
+        watch = [(n, v, v._version, v.detach().clone()) for n, v in zip(names, values)] if first else []
+        first.clear()
         out = torch.func.functional_call(model, state, positional, named)
-        for n, v, before in zip(names, values, versions):
-            if v._version != before:
+        for n, v, version, before in watch:
+            if v._version != version and not torch.equal(v.detach(), before):
                 raise InputMutated(_mutated_parameter(n, owners[n]))
         return loss_fn(out) if loss_fn is not None else out
 

@@ -92,9 +92,10 @@ class Problem:
     devices: list[Any] | None = None
     moved: list[Any] | None = None  # with watch_moved: the device copies the last call made
     watch_moved: bool = False  # keep them (the first call's are checked unchanged, as the inputs are)
-    # the lower precision the function computes in (it cast a float64 value to float32 inside: Downcasts), to which
-    # every call's floating outputs are rounded: the evidence then has that precision, as for a float32 output
-    inner: Any = None
+    # per checked output, the lower precision the function computes it in (a float64 value cast to float32 inside:
+    # computed_in), to which every call rounds it (None: as it is): the evidence then has that precision, as for a
+    # float32 output; None where no output is
+    inner: list[Any] | None = None
 
     def call(self, *xs: torch.Tensor) -> list[torch.Tensor]:
         """The function's outputs as a list; its exceptions become EvaluationError('function').
@@ -260,39 +261,79 @@ class Problem:
         return self._noise[k]
 
 
-def narrowed(outs: list[Any], dtype: Any) -> list[Any]:
-    """The floating tensors among *outs* that are more precise than *dtype*, rounded to it (differentiably)."""
+def narrowed(outs: list[Any], dtypes: Sequence[Any]) -> list[Any]:
+    """Each floating tensor among *outs* rounded (differentiably) to its entry of *dtypes* where that is coarser
+    (None: left as it is)."""
     import torch
 
-    eps = torch.finfo(dtype).eps
-    return [o.to(dtype) if torch.is_tensor(o) and o.is_floating_point() and torch.finfo(o.dtype).eps < eps else o
-            for o in outs]
+    return [o.to(d) if d is not None and torch.is_tensor(o) and o.is_floating_point()
+            and torch.finfo(o.dtype).eps < torch.finfo(d).eps else o for o, d in zip(outs, dtypes)]
 
 
-def computed_in(outs: Sequence[Any], eps: float) -> tuple[Any, str] | None:
-    """The least precise floating dtype on the autograd graph of *outs* (a first call's outputs, with their graph)
-    coarser than *eps*, and the name of a node that computes in it: a float64 function that casts part of its work
-    to float32 (``h.float()``, a float32 model run as model.double() with its RMSNorm in float32) is a staircase at
-    float32's steps, whatever dtype it returns. None where none is (or the graph cannot be read)."""
+#: the float32 range within which an output may be rounded to it: well inside its normal numbers, so that the
+#: rounding neither overflows nor underflows (1e40 x + tanh(x.float()) would read inf, 1e-45 x ... a subnormal)
+NARROW_RANGE = (1e-30, 1e30)
+
+
+def computed_in(outs: Sequence[Any], leaves: Sequence[Any], eps: float) -> list[tuple[Any, str] | None]:
+    """Per output (a first call's, with its graph): the least precise floating dtype coarser than *eps* that the
+    autograd graph computes in on its way from the checked *leaves* to that output, with the name of a node that
+    does, or None. A float64 function that casts part of its work to float32 (``h.float()``, a float32 model run as
+    model.double() with its RMSNorm in float32) is a staircase at float32's steps, whatever dtype it returns. Only
+    nodes on a path from a checked input count: a float32 parameter that requires grad, or a branch that does not
+    depend on the inputs, does not make the function float32. All None where the graph cannot be read."""
     import torch
 
-    stack: list[Any] = [o.grad_fn for o in outs if torch.is_tensor(o) and o.grad_fn is not None]
-    seen: set[int] = set()
-    found: tuple[Any, str] | None = None
-    worst = eps
-    try:
+    checked = {id(t) for t in leaves}
+    memo: dict[int, tuple[bool, float, Any]] = {}  # per node: reaches a checked leaf; the worst eps and its node
+
+    def own(node: Any) -> tuple[float, Any]:
+        worst, where = 0.0, None
+        for meta in node._input_metadata:  # the dtypes of what the node's forward produced
+            dtype = _real_dtype(torch, meta.dtype)
+            if dtype.is_floating_point and torch.finfo(dtype).eps > worst:
+                worst, where = torch.finfo(dtype).eps, (dtype, node.name())
+        return worst, where
+
+    def visit(root: Any) -> tuple[bool, float, Any]:
+        stack = [(root, False)]
         while stack:
-            node = stack.pop()
-            if node is None or id(node) in seen:
+            node, expanded = stack.pop()
+            if id(node) in memo:
                 continue
-            seen.add(id(node))
-            for meta in node._input_metadata:  # the dtypes of what the node's forward produced
-                dtype = _real_dtype(torch, meta.dtype)
-                if dtype.is_floating_point and torch.finfo(dtype).eps > worst:
-                    found, worst = (dtype, node.name()), torch.finfo(dtype).eps
-            stack.extend(n for n, _ in node.next_functions)
+            children = [n for n, _ in node.next_functions if n is not None]
+            if not expanded:
+                stack.append((node, True))
+                stack.extend((c, False) for c in children if id(c) not in memo)
+                continue
+            if hasattr(node, "variable"):  # AccumulateGrad: a leaf, checked or not; its dtype is the leaf's own
+                memo[id(node)] = (id(node.variable) in checked, 0.0, None)
+                continue
+            reaches, worst, where = False, 0.0, None
+            for child in children:
+                r, w, at = memo[id(child)]
+                if r:
+                    reaches = True
+                    if w > worst:
+                        worst, where = w, at
+            if reaches:
+                w, at = own(node)
+                if w > worst:
+                    worst, where = w, at
+            memo[id(node)] = (reaches, worst, where)
+        return memo[id(root)]
+
+    found: list[tuple[Any, str] | None] = []
+    try:
+        for o in outs:
+            node = o.grad_fn if torch.is_tensor(o) else None
+            if node is None:
+                found.append(None)
+                continue
+            reaches, worst, where = visit(node)
+            found.append(where if reaches and worst > eps else None)
     except (AttributeError, TypeError, RuntimeError):  # (a private attribute: where it is not, nothing is found)
-        return None
+        return [None] * len(outs)
     return found
 
 

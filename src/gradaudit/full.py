@@ -851,6 +851,7 @@ def _richardson(problem: Problem, j: int, suspect: torch.Tensor, central: Centra
         info["richardson_columns"] = info.get("richardson_columns", 0) + len(cols)
         bad = [False] * len(cols)
         blocks: list[tuple[int, torch.Tensor, torch.Tensor, Any]] = []
+        estimates: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # per output: R, rounding, D(h) - D(2h)
         for k, (near, d2) in enumerate(zip(nums, far)):
             value = (4 * near - d2.T) / 3
             ana = _columns(analytic, banded, j, k, cols)
@@ -868,11 +869,14 @@ def _richardson(problem: Problem, j: int, suspect: torch.Tensor, central: Centra
             for i in unsettled.any(0).nonzero().flatten().tolist():
                 bad[i] = True
             blocks.append((k, obs, value, judged))
-            if extrapolated is not None and any(bad):
+            if extrapolated is not None:
+                estimates.append((value, rounding, near - d2.T))
+        if extrapolated is not None and any(bad):
+            for k, (value, rounding, delta) in enumerate(estimates):
                 noise = problem.noise(k).reshape(-1, 1) / hs.reshape(1, -1)
                 own = 1.5 * torch.maximum(torch.as_tensor(rounding).expand_as(value), noise) + torch.as_tensor(
-                    truncation(near - d2.T, value)).expand_as(value)
-                for i in [i for i, b in enumerate(bad) if b]:
+                    truncation(delta, value)).expand_as(value)
+                for i in [i for i, b in enumerate(bad) if b]:  # (every output's, in order: _finer reads them by k)
                     extrapolated.setdefault(int(cols[i]), []).append((value[:, i], own[:, i], float(hs[i])))
         if any(bad):
             left.append(cols[torch.tensor(bad, dtype=torch.bool)])

@@ -31,8 +31,9 @@ class _Deadline(threading.local):
 
 _deadline = _Deadline()
 
-#: seconds after a timeout's alarm at which it fires again, while the limited block has not been left
-REFIRE = 0.05
+#: seconds after a timeout's alarm at which it fires again, while the limited block has not been left (long enough
+#: for the cleanup a caller's handler may run inside the block after catching the first)
+REFIRE = 0.5
 
 
 class CheckTimeout(BaseException):
