@@ -1003,3 +1003,41 @@ def test_check_module_misuse_names_check_modules_own_arguments():
         ga.check_module(frozen, (x,))
     with pytest.raises(ga.SpecError, match="Tanh has no parameters at all.*ga.check\\(model, inputs\\)"):
         ga.check_module(torch.nn.Tanh(), (x,))
+
+
+@pytest.mark.parametrize("key, value, field", [
+    ("derivaton", "2x", "derivation"), ("tolerence", {"atol": 1.0, "rtol": 0.0, "why": "w"}, "tolerance"),
+    ("analytical_gradeint", 6, "analytical_gradient"), ("setp", 0.001, "step"), ("metods", ["backward"], "methods"),
+])
+def test_a_misspelled_ledger_field_is_named_with_its_correction(cli, ledger, key, value, field):
+    # a key that is not a record field is an input of the function: a misspelled field the function does not use
+    # was refused with an error about an input ("must be a number", "not used by the function")
+    rec = {"function": "x*x", "x": 3.0, "analytical_gradient": 6, key: value}
+    if key == "analytical_gradeint":
+        del rec["analytical_gradient"]
+    res = cli("run", str(ledger(rec)))
+    assert res.code == 2
+    assert f"unknown field '{key}': did you mean '{field}'?" in res.err
+    assert "Traceback" not in res.err
+
+
+def test_an_input_named_like_a_field_is_an_input_where_the_function_uses_it(cli, ledger):
+    # steps * 2 at 3: d/dsteps = 2 ("steps" is one letter from "step", but the function uses it)
+    res = cli("run", str(ledger({"function": "steps*2", "steps": 3.0, "analytical_gradient": 2})))
+    assert res.code == 0 and "3 passed, 0 failed" in res.out
+
+
+def test_a_misspelled_key_of_an_input_object_is_named_with_its_correction(cli, ledger):
+    res = cli("run", str(ledger({"function": "x*x", "x": {"value": 3.0, "requires_gard": False},
+                                 "analytical_gradient": 6})))
+    assert res.code == 2 and "'requires_gard': did you mean 'requires_grad'?" in res.err
+
+
+def test_a_convention_of_the_wrong_shape_names_the_convention(cli, ledger):
+    # relu at its kink 0: the README's convention {"x": 0} declares relu'(0) = 0; a list of two values for a scalar
+    # input was refused naming 'analytical_gradient.x', which held a right scalar
+    rec = {"name": "relu kink", "function": "relu(x)", "x": 0.0, "analytical_gradient": 0}
+    bad = cli("run", str(ledger({**rec, "convention": {"x": [0, 1]}})))
+    assert bad.code == 2 and "field 'convention.x': the declared convention of 'x' has shape (2,)" in bad.err
+    good = cli("run", str(ledger({**rec, "convention": {"x": 0}})))
+    assert good.code == 0 and "3 passed, 0 failed" in good.out

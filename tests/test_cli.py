@@ -541,3 +541,16 @@ def test_the_re_run_line_names_the_ledger_a_check_came_from(cli, tmp_path):
     assert res.code == 1
     assert f"re-run:     gradaudit run {tmp_path / 'A.json'} --check sq" in res.out
     assert f"gradaudit run {tmp_path / 'B.json'}" not in res.out
+
+
+def test_report_to_files_exits_as_the_run_did(cli, ledger, tmp_path):
+    # a CI step that re-renders saved results as HTML or JUnit must fail where the run failed: it exited 0 whatever
+    # the records held (only the terminal form followed the run)
+    wrong = ledger([{"name": "wrong", "function": "x*x", "x": 3, "analytical_gradient": 7}])  # d/dx x^2 = 6, not 7
+    out = tmp_path / "r.jsonl"
+    assert cli("run", str(wrong), "--json", str(out), "-q").code == 1
+    res = cli("report", str(out), "--html", str(tmp_path / "r.html"), "--junit", str(tmp_path / "r.xml"))
+    assert res.code == 1 and (tmp_path / "r.html").is_file() and (tmp_path / "r.xml").is_file()
+    good = tmp_path / "g.jsonl"
+    assert cli("run", "quickstart", "--json", str(good), "-q").code == 0
+    assert cli("report", str(good), "--markdown", str(tmp_path / "g.md")).code == 0

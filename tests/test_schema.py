@@ -90,7 +90,7 @@ def test_write_results_then_report_renders_check_results_like_ledger_records(tmp
     assert header["summary"]["failed"] == 1 and header["summary"]["passed"] == 4
     html, junit, md = tmp_path / "r.html", tmp_path / "r.xml", tmp_path / "r.md"
     res = cli("report", str(path), "--html", str(html), "--junit", str(junit), "--markdown", str(md))
-    assert res.code == 0, res.err
+    assert res.code == 1, res.err  # the run's: one check failed
     page = html.read_text()
     assert "Wrong.apply" in page and "Mismatched elements: 4 / 16 (25%)" in page
     assert "expected None" not in page and "tolerance —" not in page

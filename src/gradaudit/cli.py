@@ -274,7 +274,8 @@ def run(targets: tuple[str, ...], json_path: str | None, html_path: str | None, 
 def report(results: str, html_path: str | None, junit_path: str | None, markdown_path: str | None,
            quiet: bool) -> None:
     """Re-render saved RESULTS (from run --json or ga.write_results) without recomputing: as HTML, JUnit or
-    Markdown files, or, with none of those, as the terminal report (exit code as the run's)."""
+    Markdown files, or, with none of those, as the terminal report. The exit code is the run's either way (1 where
+    a check failed or was inconclusive), so a CI step that re-renders results fails as the run did."""
     from .ledger import read_results
     from .record import run_failed, summarize
 
@@ -294,6 +295,8 @@ def report(results: str, html_path: str | None, junit_path: str | None, markdown
         return
     for line in _write_all(_render_reports(records, header, html_path, junit_path, markdown_path)):
         click.echo(line)
+    if run_failed(summarize(records)):
+        sys.exit(EXIT_CHECK_FAILED)
 
 
 @cli.command()

@@ -172,6 +172,7 @@ def _check_from_record(rec: Any, defaults: Mapping[str, Any], *, suite: str, whe
         if key not in RECORD_KEYS:
             if key in raw_inputs:
                 raise SpecError(f"the input '{key}' is given twice (top level and in 'inputs').", field=key)
+            _not_a_misspelled_field(key, rec["function"])
             raw_inputs[key] = value
     inputs = {n: _input(n, v, dtype, device) for n, v in raw_inputs.items()}
     if not inputs:
@@ -211,12 +212,31 @@ def _string(value: Any, key: str) -> str:
     return value
 
 
+def _not_a_misspelled_field(key: str, function: Any) -> None:
+    """A top-level key that is not a record field is an input of the function; one the function does not use and
+    that is spelled nearly like a field (tolerence, derivaton, setp) is a misspelled field, and said so."""
+    import difflib
+    import re
+
+    if not isinstance(function, str) or re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}(?![A-Za-z0-9_])", function):
+        return
+    close = difflib.get_close_matches(key, [k for k in RECORD_KEYS if k != "inputs"], n=1, cutoff=0.75)
+    if close:
+        raise SpecError(f"unknown field '{key}': did you mean '{close[0]}'? A key that is not a record field is an "
+                        f"input of the function, and {function!r} does not use '{key}'.", field=key)
+
+
 def _input(name: str, value: Any, dtype: str, device: str) -> InputSpec:
     if isinstance(value, Mapping):
         unknown = sorted(set(value) - set(INPUT_KEYS))
         if unknown or "value" not in value:
+            import difflib
+
+            hints = [f"'{k}': did you mean '{m[0]}'?" for k in unknown
+                     if (m := difflib.get_close_matches(k, list(INPUT_KEYS), n=1, cutoff=0.75))]
             raise SpecError(f"an input written as an object takes {', '.join(INPUT_KEYS)} (value "
-                            f"required); got {', '.join(sorted(value))}.", field=name)
+                            f"required); got {', '.join(sorted(value))}." + (f" {' '.join(hints)}" if hints else ""),
+                            field=name)
         return InputSpec(name=name, value=value["value"], dtype=_string(value.get("dtype", dtype), f"{name}.dtype"),
                          device=_string(value.get("device", device), f"{name}.device"),
                          requires_grad=value.get("requires_grad", True))

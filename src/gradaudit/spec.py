@@ -214,7 +214,7 @@ class Expectation:
         """The declared subgradient convention for *name* at kinks, or None."""
         if name not in self.convention:
             return None
-        return _expected_as_tensor(self.convention[name], self.inputs, name)
+        return _expected_as_tensor(self.convention[name], self.inputs, name, "convention")
 
 
 def _scalar_at_load(parsed: Any, inputs: Mapping[str, InputSpec]) -> None:
@@ -436,16 +436,18 @@ def _normalise_expected(expected: Any, inputs: Mapping[str, InputSpec], *, parti
                             field=f"{field}.{name}")
         if isinstance(value, str):
             value = _expr.parse(value, allowed_names=tuple(inputs))
-        _expected_as_tensor(value, inputs, name)  # validates shape now, not at run time
+        _expected_as_tensor(value, inputs, name, field)  # validates shape now, not at run time
         out[name] = value
     return out
 
 
-def _expected_as_tensor(value: Any, inputs: Mapping[str, InputSpec], name: str) -> Any:
+def _expected_as_tensor(value: Any, inputs: Mapping[str, InputSpec], name: str,
+                        field: str = "analytical_gradient") -> Any:
     import torch
 
     shape = inputs[name].shape
-    where = f"analytical_gradient.{name}"
+    where = f"{field}.{name}"
+    what = "the expected gradient" if field == "analytical_gradient" else "the declared convention"
     if isinstance(value, _expr.Expr) or callable(value):
         env = {n: s.tensor(requires_grad=False, dtype="float64") for n, s in inputs.items()}
         try:
@@ -453,26 +455,26 @@ def _expected_as_tensor(value: Any, inputs: Mapping[str, InputSpec], name: str) 
         except SpecError:
             raise
         except Exception as exc:  # the expectation itself is broken: an input error
-            raise SpecError(f"the expected gradient formula raised {type(exc).__name__}: {exc}.",
+            raise SpecError(f"{what} formula raised {type(exc).__name__}: {exc}.",
                             field=where) from None
         tensor = torch.as_tensor(result, dtype=torch.float64).detach()
     else:
         if isinstance(value, bool) or value is None or isinstance(value, (str, dict)):
-            raise SpecError(f"the expected gradient must be a number, a nested list, a formula "
+            raise SpecError(f"{what} must be a number, a nested list, a formula "
                             f"string or a callable; got {value!r}.", field=where)
         try:
             tensor = torch.as_tensor(value, dtype=torch.float64).detach().clone().cpu()
         except (TypeError, ValueError, RuntimeError, OverflowError) as exc:
-            raise SpecError(f"the expected gradient cannot become a tensor: {exc}.", field=where) from None
+            raise SpecError(f"{what} cannot become a tensor: {exc}.", field=where) from None
         if not bool(torch.isfinite(tensor).all()):
             bad = [i for i, v in enumerate(tensor.reshape(-1).tolist()) if not math.isfinite(v)]
-            raise SpecError(f"the expected gradient holds {tensor.reshape(-1)[bad[0]].item()} (at flat element "
+            raise SpecError(f"{what} holds {tensor.reshape(-1)[bad[0]].item()} (at flat element "
                             f"{bad[0]}), which is not finite: an expectation must be a finite number. A value "
                             "such as 1e400 overflows to infinity; write the derivative you derived.", field=where)
     if tensor.dim() == 0 and shape != ():
         return tensor.expand(shape).clone()
     if tuple(tensor.shape) != shape:
-        raise SpecError(f"the expected gradient of '{name}' has shape {tuple(tensor.shape)}, but "
+        raise SpecError(f"{what} of '{name}' has shape {tuple(tensor.shape)}, but "
                         f"'{name}' has shape {shape}; a gradient has the shape of its input. "
                         "Give one value per element (or a single number for all).", field=where)
     return tensor
