@@ -1041,3 +1041,20 @@ def test_a_convention_of_the_wrong_shape_names_the_convention(cli, ledger):
     assert bad.code == 2 and "field 'convention.x': the declared convention of 'x' has shape (2,)" in bad.err
     good = cli("run", str(ledger({**rec, "convention": {"x": 0}})))
     assert good.code == 0 and "3 passed, 0 failed" in good.out
+
+
+@pytest.mark.parametrize("content", ['{"function": "x*x",\n "x": 3, "analytical_gradient": 6}\n',
+                                     '[{"function": "x*x", "x": 3, "analytical_gradient": 6}]\n'])
+def test_report_given_a_ledger_says_to_run_it(cli, tmp_path, content):
+    # a newcomer passed the ledger to gradaudit report and read "line 1 is not valid JSON", which said nothing of why
+    path = tmp_path / "mine.json"
+    path.write_text(content)
+    res = cli("report", str(path))
+    assert res.code == 2 and "It looks like a ledger" in res.err and "gradaudit run mine.json" in res.err
+
+
+def test_report_of_a_damaged_results_file_says_nothing_of_ledgers(cli, tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text("garbage\n")
+    res = cli("report", str(path))
+    assert res.code == 2 and "not valid JSON" in res.err and "ledger" not in res.err

@@ -443,8 +443,8 @@ def read_results(path: str | Path) -> tuple[dict[str, Any], list[Record]]:
             obj = json.loads(line, parse_constant=_refuse_constant)
             check_nesting(obj, where=f"line {n}")
         except json.JSONDecodeError as exc:
-            raise SpecError(f"line {n} is not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}.",
-                            where=str(path)) from None
+            raise SpecError(f"line {n} is not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}."
+                            + _looks_like_a_ledger(p, lines), where=str(path)) from None
         except (RecursionError, ValueError) as exc:
             raise SpecError(f"line {n} {_parse_failure(exc)}", where=str(path)) from None
         except SpecError as exc:
@@ -476,5 +476,23 @@ def read_results(path: str | Path) -> tuple[dict[str, Any], list[Record]]:
         else:
             raise SpecError(f"line {n} is neither a run header nor a record (a JSON object with \"kind\": \"run\" "
                             f"or \"record\"); got {type(obj).__name__}"
-                            + (f" with kind {kind!r}" if isinstance(obj, dict) else "") + ".", where=str(path))
+                            + (f" with kind {kind!r}" if isinstance(obj, dict) else "") + "."
+                            + _looks_like_a_ledger(p, lines), where=str(path))
     return header, records
+
+
+def _looks_like_a_ledger(path: Path, lines: list[str]) -> str:
+    """" This looks like a ledger ...": where a results file that fails to read is a ledger (expectations, with
+    'function'), what to run instead; else nothing."""
+    text = "\n".join(lines)
+    try:
+        data: Any = json.loads(text, parse_constant=_refuse_constant) if path.suffix != ".toml" else None
+    except (json.JSONDecodeError, ValueError, RecursionError):
+        data = None
+    if data is None and path.suffix == ".toml" or (isinstance(data, Mapping) and "checks" in data):
+        found = True
+    else:
+        items = data if isinstance(data, list) else [data]
+        found = bool(items) and all(isinstance(r, Mapping) and "function" in r for r in items)
+    return (f" It looks like a ledger (expectations, with 'function'), not results: run it with gradaudit run "
+            f"{path.name} (add --json PATH to save results that gradaudit report reads).") if found else ""
