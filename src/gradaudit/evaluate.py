@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import array
 import contextlib
+import functools
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -284,6 +285,12 @@ def computed_in(outs: Sequence[Any], leaves: Sequence[Any], eps: float) -> list[
     depend on the inputs, does not make the function float32. All None where the graph cannot be read."""
     import torch
 
+    roots = [o.grad_fn for o in outs if torch.is_tensor(o) and o.grad_fn is not None]
+    try:
+        if not _coarser_anywhere(roots, eps):  # (the common case, in one pass: nothing on the graph is coarser)
+            return [None] * len(outs)
+    except (AttributeError, TypeError, RuntimeError):
+        return [None] * len(outs)
     checked = {id(t) for t in leaves}
     memo: dict[int, tuple[bool, float, Any]] = {}  # per node: reaches a checked leaf; the worst eps and its node
 
@@ -335,6 +342,34 @@ def computed_in(outs: Sequence[Any], leaves: Sequence[Any], eps: float) -> list[
     except (AttributeError, TypeError, RuntimeError):  # (a private attribute: where it is not, nothing is found)
         return [None] * len(outs)
     return found
+
+
+@functools.lru_cache(maxsize=8)
+def _fine_dtypes(eps: float) -> frozenset[Any]:
+    """The floating and complex dtypes at least as precise as *eps*."""
+    import torch
+
+    return frozenset(d for d in (torch.float64, torch.complex128, torch.float32, torch.complex64)
+                     if torch.finfo(d).eps <= eps)
+
+
+def _coarser_anywhere(roots: list[Any], eps: float) -> bool:
+    """Whether any node of the graph below *roots* produced a floating tensor coarser than *eps*."""
+    import torch
+
+    fine = _fine_dtypes(eps)
+    stack, seen = list(roots), set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for meta in node._input_metadata:
+            dtype = meta.dtype
+            if dtype not in fine and (dtype.is_floating_point or dtype.is_complex) and torch.finfo(dtype).eps > eps:
+                return True
+        stack.extend(n for n, _ in node.next_functions if n is not None)
+    return False
 
 
 def _real_dtype(torch: Any, dtype: Any) -> Any:
