@@ -1554,3 +1554,22 @@ def test_the_evidence_header_states_float32_for_a_cast_inside_whatever_the_verdi
     x = torch.tensor([0.3, 1.1, -0.7], dtype=torch.float64, requires_grad=True)
     res = ga.check(lambda x: torch.tanh(x.float()).double() * 3, (x,), mode="directional")
     assert res.records[0].evidence.precision == "float32", str(res)
+
+
+def test_a_fallback_to_the_inputs_own_dtype_starts_without_the_first_attempts_float32():
+    # the first attempt (float64 copies) saw x.float() inside and took the outputs in float32; the function then
+    # refused float64 on its determinism call, and the check fell back to the float32 inputs, whose function is
+    # float64-valued there (x.double() inside): nothing is coarser than the inputs, so nothing is rounded
+    calls = []
+
+    def fn(x):
+        calls.append(x.dtype)
+        if x.dtype == torch.float64 and len(calls) > 1:
+            raise TypeError("float64 only once")
+        return torch.tanh(x.float()).double() if x.dtype == torch.float64 else torch.tanh(x.double())
+
+    x = torch.tensor([0.3, -0.8], dtype=torch.float32, requires_grad=True)
+    res = ga.check(fn, (x,))
+    assert res.verdict in ("pass", "inconclusive"), str(res)
+    assert not any("computes in float32 inside" in n for n in res.info.get("notes", []))
+    assert any("failed in float64" in n for n in res.info.get("notes", []))

@@ -278,6 +278,9 @@ def _evidence_copy(x: Any, *, float64: bool = True, real: bool = False) -> Any:
     return torch.view_as_real(t).clone() if real and t.is_complex() else t
 
 
+INNER_NOTE = "the function computes in "  # (the start of the note that says so)
+
+
 def _first_calls(problem: Problem) -> None:
     """The first forward (its graph kept for the first backward), then a second at the same point (unless
     every checked input is empty): the outputs must be tensors, the same both times (deterministic), and the
@@ -287,6 +290,9 @@ def _first_calls(problem: Problem) -> None:
     pristine = [x.clone() if torch.is_tensor(x) else None for x in problem.inputs]
     leaves = problem.leaves()
     problem.keep = problem.point = problem.returned = problem.shapes = None  # (every later call is held to them)
+    # (found again below: a fallback to the inputs' own dtype starts afresh, its note too)
+    problem.inner = None
+    problem.notes[:] = [n for n in problem.notes if not n.startswith(INNER_NOTE)]
     problem.watch_moved = True
     try:
         with E.GradMode(True):  # with its graph: the first backward (metadata, vᵀJ) reuses it
@@ -327,7 +333,7 @@ def _first_calls(problem: Problem) -> None:
         outputs = ("its output" if len(outs) == 1
                    else f"output{'s' if len(which) > 1 else ''} {', '.join(map(str, which))}")
         problem.notes.append(
-            f"the function computes in {name} inside (its graph holds {node} in {name} between the checked inputs "
+            f"{INNER_NOTE}{name} inside (its graph holds {node} in {name} between the checked inputs "
             f"and {outputs}: a cast such as x.float()): those values have {name}'s precision, whatever dtype it "
             f"returns, so {outputs} were taken in {name} and the evidence has {name}'s precision (a staircase at "
             f"{name}'s steps: where finite differences cannot resolve an entry, it is inconclusive, not failed)")
