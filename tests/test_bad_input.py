@@ -1058,3 +1058,13 @@ def test_report_of_a_damaged_results_file_says_nothing_of_ledgers(cli, tmp_path)
     path.write_text("garbage\n")
     res = cli("report", str(path))
     assert res.code == 2 and "not valid JSON" in res.err and "ledger" not in res.err
+
+
+def test_an_integer_output_is_refused_with_advice_about_integer_outputs():
+    # argmax returns an index: the advice about .item() and None did not apply to it
+    x = torch.tensor([0.3, 1.2, -0.4], dtype=torch.float64, requires_grad=True)
+    with pytest.raises(ga.SpecError, match="torch.int64 tensor") as info:
+        ga.check(lambda t: t.argmax(), (x,))
+    assert "integer or bool output" in str(info.value) and ".item()" not in str(info.value)
+    with pytest.raises(ga.SpecError, match=r"not Python numbers \(\.item\(\)\)"):
+        ga.check(lambda t: t.sum().item(), (x,))

@@ -296,3 +296,21 @@ def test_a_plot_draws_user_text_literally_without_warnings(name):
         svg = discrepancy_svg(dataclasses.replace(failing, check=name, input=name))
     assert svg is not None and svg.startswith("<svg")
     assert "\x1b" not in svg and "\x07" not in svg
+
+
+@pytest.mark.parametrize("width", [1280, 420])
+def test_an_inconclusive_badge_keeps_its_word_whole(browser, tmp_path, width):
+    # relu at its kink 0 is inconclusive (no declared convention); its badge broke as INCONCLUSI/VE at 1280 px
+    recs = run([Expectation(name="relu at its kink", function="relu(x)", inputs={"x": 0.0}, expected={"x": 0.0},
+                            methods=["finite_difference"])])
+    assert {r.verdict for r in recs} == {"inconclusive"}
+    path = tmp_path / "report.html"
+    path.write_text(render_html(recs, {"environment": {"id": "env-test"}}), encoding="utf-8")
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.goto(path.as_uri())
+    badge = page.locator('.record[data-outcome="inconclusive"] .badge').first
+    assert badge.inner_text().strip().upper() == "INCONCLUSIVE"
+    line = float(badge.evaluate("e => parseFloat(getComputedStyle(e).lineHeight)"))
+    assert badge.bounding_box()["height"] < 1.9 * line, "the badge wraps inside its word"
+    scroll, inner = _no_horizontal_scroll(page)
+    assert scroll <= inner

@@ -417,9 +417,12 @@ def _outputs(outs: list[Any]) -> list[torch.Tensor]:
 
     if not outs or not all(torch.is_tensor(o) and o.is_floating_point() for o in outs):
         got = ", ".join(type(o).__name__ if not torch.is_tensor(o) else f"a {o.dtype} tensor" for o in outs)
+        tensors = bool(outs) and all(torch.is_tensor(o) for o in outs)
+        fix = ("An integer or bool output (an index from argmax, a mask, a count) has no gradient: return a "
+               "floating-point result of the inputs as well, e.g. the values that index selects." if tensors else
+               "Return the tensors themselves, not Python numbers (.item()) or None.")
         raise SpecError(f"the function returned {got or 'nothing'} where floating-point tensors are needed (a "
-                        "tensor, or a tuple, list or dict of them). Return the tensors themselves, not Python numbers "
-                        "(.item()) or None.", field="fn")
+                        f"tensor, or a tuple, list or dict of them). {fix}", field="fn")
     for k, o in enumerate(outs):
         if o.is_meta:
             raise SpecError(f"output {k} of the function is on the meta device, which holds shapes but no values: "
