@@ -107,3 +107,24 @@ def test_assert_module_and_audit_training_fail_the_test(tmp_path):
                           "test_user.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "4 passed" in res.stdout
+
+
+def test_a_spec_error_in_a_test_shows_the_test_and_the_message_not_gradaudits_source(tmp_path):
+    # a newcomer forgot requires_grad: pytest showed gradaudit's own _problem, _checked and check frames around the
+    # message. The SpecError's frames are hidden; any other exception still shows them
+    (tmp_path / "test_user.py").write_text(textwrap.dedent('''
+        import torch
+
+        def test_forgot_requires_grad(gradaudit):
+            x = torch.randn(3, dtype=torch.float64)
+            gradaudit.check(torch.sin, (x,))
+
+        def test_forgot_it_without_the_fixture():
+            import gradaudit as ga
+            ga.check(torch.sin, (torch.randn(3, dtype=torch.float64),))
+    '''))
+    res = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_user.py"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 1 and "2 failed" in res.stdout
+    assert res.stdout.count("no input is a tensor with requires_grad=True") >= 2
+    assert "def _problem" not in res.stdout and "def _checked" not in res.stdout and "api.py" not in res.stdout

@@ -129,6 +129,12 @@ def _as_list(inputs: Sequence[Any] | Any) -> list[Any]:
     return list(inputs) if isinstance(inputs, (tuple, list)) else [inputs]
 
 
+def _hide_spec_errors(excinfo: Any) -> bool:
+    """pytest's __tracebackhide__ for the frames a SpecError passes through: the message says what to fix, and the
+    check's own source around it says nothing to the test's author (any other exception shows them)."""
+    return bool(excinfo.errisinstance(SpecError))
+
+
 def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequence[str] | None,
              seed: int = 0, kwargs: Mapping[str, Any] | None = None, notes: Sequence[str] = ()) -> Problem:
     """The problem in float64 (or the inputs' own precision, if the function refuses float64, recorded).
@@ -138,6 +144,7 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
     unchanged. A complex input is checked as its real and imaginary parts (torch.view_as_real), and a
     complex output likewise, which is Wirtinger calculus as gradcheck does it: a backward missing a
     conj() fails."""
+    __tracebackhide__ = _hide_spec_errors
     import torch
     from torch.utils._pytree import tree_unflatten
 
@@ -229,6 +236,7 @@ def _arguments(fn: Callable[..., Any], inputs: Sequence[Any] | Any, kwargs: Mapp
     ones), their labels (*names*; else a positional argument by its parameter's name, a keyword argument by its key,
     then the path inside), and the pytree spec that rebuilds (positional, keyword) from them (None where the
     positional arguments are the leaves). Not *strict*: labels input0, input1, ... where *names* do not fit."""
+    __tracebackhide__ = _hide_spec_errors
     import torch
     from torch.utils._pytree import keystr, tree_flatten_with_path
 
@@ -285,6 +293,7 @@ def _first_calls(problem: Problem) -> None:
     """The first forward (its graph kept for the first backward), then a second at the same point (unless
     every checked input is empty): the outputs must be tensors, the same both times (deterministic), and the
     inputs unchanged (not in place)."""
+    __tracebackhide__ = _hide_spec_errors
     import torch
 
     pristine = [x.clone() if torch.is_tensor(x) else None for x in problem.inputs]
@@ -413,6 +422,7 @@ def _kept_outputs(outs: list[Any]) -> tuple[list[int], list[str]]:
 
 def _outputs(outs: list[Any]) -> list[torch.Tensor]:
     """The outputs detached, or a SpecError saying what the function returned instead of tensors."""
+    __tracebackhide__ = _hide_spec_errors
     import torch
 
     if not outs or not all(torch.is_tensor(o) and o.is_floating_point() for o in outs):
@@ -541,6 +551,7 @@ def check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, mode: Mode = "
     tensors allowed: every tensor in either that requires grad is checked (named by its parameter or
     key), everything else reaches *fn* unchanged; *fn* always runs on private copies.
     """
+    __tracebackhide__ = _hide_spec_errors
     _refuse_unknown(unknown, "ga.check")
     seed, timeout, order = plain(seed), plain(timeout), plain(order)
     _validate(fn, mode, order, seed, tolerance, nondet_tol, forward_ad, name, timeout)
@@ -599,6 +610,7 @@ def _check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Describe
            notes: Sequence[str] = ()) -> CheckResult:
     """The check under its guards: gradients on (also inside the caller's no_grad or inference_mode), the
     caller's grad mode and random state restored after, and the time limit."""
+    __tracebackhide__ = _hide_spec_errors
     import torch
 
     start = time.perf_counter()
@@ -626,6 +638,7 @@ def _checked(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Descri
              tolerance: Tolerance | None, forward_ad: bool, order: int, seed: int, names: Sequence[str] | None,
              expected: Sequence[Any] | None, nondet_tol: Tolerance | None, label: str, start: float,
              kwargs: Mapping[str, Any] | None = None, notes: Sequence[str] = ()) -> CheckResult:
+    __tracebackhide__ = _hide_spec_errors
     if expected is not None:
         expected = _precheck_expected(fn, inputs, kwargs, expected)
     try:
@@ -1439,6 +1452,7 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
     model's output itself. *kwargs* are keyword arguments of the forward (a mask, ``need_weights``),
     passed unchanged. Mismatches name the parameter and element, e.g. ``l1.weight[2, 1]``.
     """
+    __tracebackhide__ = _hide_spec_errors
     import torch
     from torch.utils._pytree import tree_map_only
 

@@ -159,8 +159,9 @@ class GradauditFixture:
         self.defaults = defaults
 
     def check(self, fn: Any, inputs: Any, **options: Any) -> Any:
-        from .api import check
+        from .api import _hide_spec_errors, check
 
+        __tracebackhide__ = _hide_spec_errors
         return check(fn, inputs, **{**self.defaults, **options})
 
     def assert_gradients(self, fn: Any, inputs: Any, **options: Any) -> Any:
@@ -171,8 +172,9 @@ class GradauditFixture:
 
     def check_module(self, model: Any, inputs: Any, loss_fn: Any = None, **options: Any) -> Any:
         """The result, pass or not (use ``assert_module`` to fail the test on a wrong gradient)."""
-        from .api import check_module
+        from .api import _hide_spec_errors, check_module
 
+        __tracebackhide__ = _hide_spec_errors
         return check_module(model, inputs, loss_fn, **{**self.defaults, **options})
 
     def assert_module(self, model: Any, inputs: Any, loss_fn: Any = None, **options: Any) -> Any:
