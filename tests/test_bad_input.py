@@ -1068,3 +1068,12 @@ def test_an_integer_output_is_refused_with_advice_about_integer_outputs():
     assert "integer or bool output" in str(info.value) and ".item()" not in str(info.value)
     with pytest.raises(ga.SpecError, match=r"not Python numbers \(\.item\(\)\)"):
         ga.check(lambda t: t.sum().item(), (x,))
+
+
+def test_a_tolerance_without_why_names_the_method_of_each_default(cli, ledger):
+    # two defaults were listed side by side, without saying which is the finite difference's and which autograd's
+    res = cli("run", str(ledger({"function": "x*x", "x": 3.0, "analytical_gradient": 6,
+                                 "tolerance": {"atol": 1e-3, "rtol": 0}})))
+    assert res.code == 2
+    assert "finite_difference: atol=0, rtol=8.88178e-16" in res.err
+    assert "backward and autograd.grad: atol=1e-07, rtol=1e-07" in res.err

@@ -168,7 +168,8 @@ class Expectation:
         if self.tolerance is not None:
             if not isinstance(self.tolerance, Tolerance):
                 raise SpecError("'tolerance' must be a Tolerance(atol, rtol, why).", field="tolerance")
-            require_why(self.tolerance, self.default_tolerances())
+            require_why(self.tolerance, self.default_tolerances(),
+                        labels=[m for m in self.methods if m != "taylor" for _ in self.grad_inputs])
 
     # -- derived views -------------------------------------------------------------
     def tolerance_for(self, name: str | None, method: str) -> ToleranceUsed | None:

@@ -208,8 +208,10 @@ def _default(kind: Kind, dtype: str, scheme: str | None) -> tuple[float, float, 
     return atol, rtol, why, None
 
 
-def require_why(user: Tolerance | None, defaults: list[ToleranceUsed], *, field: str = "tolerance") -> None:
-    """Refuse a tolerance that differs from every applicable default without a written why."""
+def require_why(user: Tolerance | None, defaults: list[ToleranceUsed], *, field: str = "tolerance",
+                labels: list[str] | None = None) -> None:
+    """Refuse a tolerance that differs from every applicable default without a written why. *labels*: what each
+    default is for (a method), said beside it."""
     if user is None or user.why:
         return
     if not isinstance(user, Tolerance):
@@ -217,7 +219,12 @@ def require_why(user: Tolerance | None, defaults: list[ToleranceUsed], *, field:
                         field=field)
     pairs = sorted({(d.atol, d.rtol) for d in defaults})
     if any((float(user.atol), float(user.rtol)) != p for p in pairs):
-        shown = "; ".join(f"atol={a:g}, rtol={r:g}" for a, r in pairs)
+        names: dict[tuple[float, float], list[str]] = {}
+        for d, label in zip(defaults, labels or []):
+            if label not in names.setdefault((d.atol, d.rtol), []):
+                names[(d.atol, d.rtol)].append(label)
+        shown = "; ".join((f"{' and '.join(names[(a, r)])}: " if names.get((a, r)) else "") + f"atol={a:g}, rtol={r:g}"
+                          for a, r in pairs)
         raise SpecError(
             f"the tolerance atol={user.atol:g}, rtol={user.rtol:g} differs from the default ({shown}) and has no "
             "'why'. Tolerances are never changed silently: add why=\"...\" saying what makes this tolerance right "
