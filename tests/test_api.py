@@ -1573,3 +1573,22 @@ def test_a_fallback_to_the_inputs_own_dtype_starts_without_the_first_attempts_fl
     assert res.verdict in ("pass", "inconclusive"), str(res)
     assert not any("computes in float32 inside" in n for n in res.info.get("notes", []))
     assert any("failed in float64" in n for n in res.info.get("notes", []))
+
+
+def test_one_error_shared_by_every_parameter_prints_its_traceback_once():
+    # a model given an input of the wrong shape raises once per check, and every parameter's record holds that
+    # error: the report printed the same traceback for the weight and again for the bias
+    model = torch.nn.Linear(3, 2).double()
+    res = ga.check_module(model, (torch.ones(4, 5, dtype=torch.float64),))
+    assert res.verdict == "error"
+    assert [r.verdict for r in res.records] == ["error", "error"]
+    from gradaudit.render.text import error_lines
+
+    text = str(res)
+    assert res.records[1].error == res.records[0].error
+    shown = "\n".join(error_lines(res.records[0].error))  # the message and the traceback's last lines
+    assert shown in text and text.count(shown) == 1
+    assert text.count("shapes cannot be multiplied") == text.count(res.records[0].error.message) == shown.count(
+        "shapes cannot be multiplied")
+    assert "input 'bias' (vjp): ERROR" in text
+    assert "the same RuntimeError as input 'weight' above" in text

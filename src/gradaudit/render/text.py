@@ -303,6 +303,7 @@ def check_report(res: CheckResult) -> str:
         lines += tolerance_line(first.tolerance, "")
         if first.evidence is not None:
             lines.append(f"evidence:   {evidence_text(first)}")
+    shown: dict[tuple[str, str, str], str] = {}  # an error already printed, and the input it was printed for
     for r in res.records:
         status = r.verdict.upper()
         lines.append(f"input '{clean(r.input)}' ({r.method}): {status}" + (f" — {clean(r.reason, newlines=False)}"
@@ -311,7 +312,15 @@ def check_report(res: CheckResult) -> str:
             lines += tolerance_line(r.tolerance, "  ")
         if r.discrepancy is not None and r.verdict != "pass":
             lines += mismatch_lines(r.discrepancy, "  ", located=True)
-        lines += error_lines(r.error, "  ")
+        if r.error is not None:
+            # one failing call raises the same error for every input (a model given the wrong shape: each of its
+            # parameters' records holds it): its traceback is printed once
+            key = (str(r.error.type), str(r.error.message), str(r.error.traceback))
+            if key in shown:
+                lines.append(f"  error:      the same {clean(r.error.type)} as input '{clean(shown[key])}' above")
+            else:
+                shown[key] = str(r.input)
+                lines += error_lines(r.error, "  ")
     if res.rerun and not res.ok:
         lines.append(f"re-run: {clean(res.rerun, newlines=False)}")
     return "\n".join(clean(line) for line in lines)
