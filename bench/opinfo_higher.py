@@ -18,7 +18,7 @@ past it), the times recorded but not a speed benchmark. OpInfo's own skips and e
 
 Read a disagreement before counting it: gradaudit's default tolerance (rtol 1e-10, plus its evidence's bound) is
 far finer than gradcheck's (atol 1e-5, rtol 1e-3), so a derivative torch computes off by 1e-6 of itself fails here
-and passes there (README, "Forward-mode AD and the double backward").
+and passes there (docs/history.md, "Forward-mode AD and the double backward on OpInfo").
 """
 
 from __future__ import annotations

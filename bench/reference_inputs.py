@@ -15,8 +15,8 @@ failures for ``TestBwdGradients.test_fn_grad`` are marked and listed apart.
     python bench/reference_inputs.py --summary reference.jsonl             (re-renders, runs nothing)
 
 Read a disagreement before counting it: at extremal values gradcheck's absolute step of 1e-6 may not move x at
-all (it then reads a derivative of 0), and a backward may be off by more than float64 rounding (README,
-"Complex samples, and OpInfo's reference inputs").
+all (it then reads a derivative of 0), and a backward may be off by more than float64 rounding
+(docs/history.md, "Complex samples, and OpInfo's reference inputs").
 """
 
 from __future__ import annotations
