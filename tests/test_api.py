@@ -1592,3 +1592,98 @@ def test_one_error_shared_by_every_parameter_prints_its_traceback_once():
         "shapes cannot be multiplied")
     assert "input 'bias' (vjp): ERROR" in text
     assert "the same RuntimeError as input 'weight' above" in text
+
+
+def _squares_with_a_broken_backward(value_at_1, value_at_2):
+    """x -> x * x, whose backward writes *value_at_1* and *value_at_2* at elements 1 and 2 (whatever grad_output)."""
+    class Broken(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            out = (2 * x * g).clone()
+            out[1], out[2] = value_at_1, value_at_2
+            return out
+    return Broken.apply
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_an_infinite_difference_is_written_inf_not_as_the_largest_float(mode):
+    # autograd's inf where the numeric derivative is 6 (and 0 elsewhere in its column): the difference is infinite.
+    # The record said max_abs 1.7976931348623157e+308 and max_rel the same (nan_to_num's largest float), the
+    # linearity comparison "differ by up to 1.8e+308", while the rows showed inf; directional mode divided that
+    # largest float by the element's size (3) and reported a difference and an allowance of 5.99e+307
+    fn = _squares_with_a_broken_backward(4.0, math.inf)  # element 1 right (2 x 2), element 2 infinite
+    x = torch.tensor([1.0, 2.0, 3.0], dtype=F64, requires_grad=True)
+    res = ga.check(fn, (x,), mode=mode)
+    assert res.verdict == "fail"
+    d = res.records[0].discrepancy
+    assert d.max_abs == math.inf and d.max_rel == math.inf
+    assert d.at.element == (2,)
+    text = str(res)
+    assert "e+308" not in text and "e+307" not in text
+    assert "Greatest absolute difference: inf at 'x' element (2,)" in text
+    linearity = [c for c in d.worst if c.kind == "grad-output-linearity"]
+    assert linearity and "differ by up to inf" in linearity[0].reason
+    body = res.records[0].to_dict()["discrepancy"]
+    assert body["max_abs"] == "Infinity" and body["max_rel"] == "Infinity"
+
+
+def test_a_nan_difference_is_the_greatest_one_reported():
+    # autograd's NaN at element 1 and a wrong but finite 7 at element 2 (numeric 6): NaN compares false with every
+    # number, so the greatest difference was whichever came first; the record counts a NaN as infinite, and the
+    # report now names the NaN's place, with the value it has
+    fn = _squares_with_a_broken_backward(math.nan, 7.0)
+    x = torch.tensor([1.0, 2.0, 3.0], dtype=F64, requires_grad=True)
+    res = ga.check(fn, (x,), mode="full")
+    d = res.records[0].discrepancy
+    assert d.max_abs == math.inf and d.at.element == (1,)
+    line = next(line for line in str(res).splitlines() if "Greatest absolute difference" in line)
+    assert line.strip().startswith("Greatest absolute difference: nan at 'x' element (1,)"), line
+
+
+def test_an_error_shows_whole_frames_of_the_users_code_and_its_message_once():
+    # the excerpt was the traceback's last 6 lines: it began with a frame's code line and no 'File' line above it,
+    # ended with the message the first line had said, and for a backward of the wrong shape held only gradaudit's
+    # evaluate.py and torch's graph.py
+    model = torch.nn.Linear(3, 2).double()
+    res = ga.check_module(model, (torch.ones(5, 4, dtype=F64),), loss_fn=lambda out: out.sum())
+    lines = str(res).splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("error:"))
+    assert lines[at + 1].strip().startswith("File "), lines[at:at + 3]
+    assert str(res).count("shapes cannot be multiplied") == 1
+
+    class WrongShape(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.sum()
+
+    text = str(ga.check(WrongShape.apply, (torch.tensor([1.0, 2.0], dtype=F64, requires_grad=True),)))
+    assert "returned an invalid gradient" in text
+    assert "evaluate.py" not in text and "graph.py" not in text and "Traceback (most recent" not in text
+
+    def helper(x):
+        raise ValueError("boom in the user's helper")
+
+    def user_function(x):
+        return helper(x)
+
+    text = str(ga.check(user_function, (torch.tensor([1.0], dtype=F64, requires_grad=True),)))
+    assert "in user_function" in text and "in helper" in text
+    assert text.count("ValueError: boom in the user's helper") == 1  # (the raise line shows the text once more)
+
+
+def test_the_default_tolerance_says_the_evidence_term_once():
+    # "plus 10 × the evidence's error bound (default: ...; plus 10 x the numeric evidence's own error bound)"
+    text = str(ga.check(torch.sin, (torch.tensor([0.5], dtype=F64, requires_grad=True),)))
+    line = next(line for line in text.splitlines() if line.startswith("tolerance:"))
+    assert "plus 10 × the evidence's error bound" in line
+    assert line.count("error bound") == 1

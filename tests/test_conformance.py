@@ -2661,3 +2661,14 @@ def test_ridders_tableau_passes_over_steps_too_small_to_move_the_input():
     d = torch.cat([torch.where(small, math.nan, 2 + h * h), torch.where(small | large, math.nan, 4 + h * h)], 1)
     value, err, used = ridders_tensor(d)
     assert value.tolist() == [2.0, 4.0] and err.tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_exp_near_overflow_passes_in_every_mode_and_a_1e_8_bug_there_fails(mode):
+    # exp(709) = 8.2e307: full mode's Richardson (4 D(h) - D(2h)) / 3 and Ridders' (4^k D - D') / (4^k - 1)
+    # overflowed to inf on finite differences, so the entry was inconclusive ("the numeric evidence is not
+    # finite") in full and auto mode while directional mode, whose output weights scale f to order one, passed
+    x = torch.tensor([709.0, 1.0], dtype=F64, requires_grad=True)
+    assert ga.check(torch.exp, (x,), mode=mode).verdict == "pass"
+    wrong = _planted(torch.exp, torch.exp, rel=1e-8)
+    assert ga.check(wrong, (x.detach().clone().requires_grad_(),), mode=mode).verdict == "fail"

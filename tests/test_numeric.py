@@ -249,3 +249,24 @@ def test_ridders_along_a_direction_counts_the_rounding_of_the_moved_inputs():
     assert bound >= rounding / (1e-2 / 8) and last == 1e-2 / 8  # (the last quotient's step: exact quotients use all 4)
     _, plain, _, _, _ = ridders_scalar(scalar_batch(phi), 1e-2)
     assert plain < 1e-10 / (1e-2 / 8)  # without it, only phi's own rounding
+
+
+def test_extrapolation_of_values_near_float64s_end_does_not_overflow():
+    # D(h) = A (1 + h^2) with A = 1.2e308: (4 D(h/2) - D(h)) / 3 overflowed to inf on finite differences (full mode
+    # called exp at 709 inconclusive: "the numeric evidence is not finite")
+    from gradaudit.numeric import extrapolate
+
+    big = 1.2e308
+    steps = [0.5**k for k in range(6)]
+    value, err, _ = ridders_tableau([big * (1 + h * h) for h in steps])
+    assert math.isfinite(value) and abs(value - big) <= 1e-12 * big and math.isfinite(err)
+    d = torch.tensor([[big * (1 + h * h), 3 + h * h] for h in steps], dtype=torch.float64)
+    best, bound, _ = ridders_tensor(d)
+    assert torch.isfinite(best).all() and abs(float(best[0]) - big) <= 1e-12 * big and float(best[1]) == 3.0
+    # elsewhere the plain form, to the bit (every other check's numbers stay as they were)
+    near, far = 0.1 + 0.2, 0.3 + 1e-9
+    assert extrapolate(near, far, 4.0) == (4 * near - far) / 3
+    t_near, t_far = torch.tensor([near, 2.5]), torch.tensor([far, 1.0])
+    assert torch.equal(extrapolate(t_near, t_far, 4.0), (4 * t_near - t_far) / 3)
+    # a non-finite input stays non-finite: nothing is invented
+    assert math.isnan(extrapolate(math.inf, math.inf, 4.0)) and extrapolate(math.inf, 1.0, 4.0) == math.inf

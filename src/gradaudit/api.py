@@ -378,7 +378,7 @@ def _first_calls(problem: Problem) -> None:
     for k, (a, b) in enumerate(zip(problem.outputs, again)):
         if _same(a, b):
             continue
-        diff = (a.to(torch.float64) - b.to(torch.float64)).abs().nan_to_num(nan=float("inf"))
+        diff = (a.to(torch.float64) - b.to(torch.float64)).abs().nan_to_num(nan=math.inf, posinf=math.inf)
         # LAPACK and threaded reductions may differ by a few ulps from call to call: rounding, which the
         # measured noise covers; more than that is a function that is not one function of its inputs
         scale = float(a.abs().nan_to_num(nan=0.0, posinf=0.0).max()) if a.numel() else 0.0
@@ -1103,7 +1103,7 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
             if g3 is not None and g3.shape == g.shape and _same(g3, g):
                 # (g is not empty: two empty gradients are equal, and were passed above)
                 both = torch.isnan(g) & torch.isnan(g2)
-                diff = (g2 - g).abs().masked_fill(both, 0.0).nan_to_num(nan=math.inf)
+                diff = (g2 - g).abs().masked_fill(both, 0.0).nan_to_num(nan=math.inf, posinf=math.inf)
                 size = float(g.abs().masked_fill(both, 0.0).nan_to_num(nan=0.0, posinf=0.0).max())
                 rounding = STRUCTURE_ULPS * torch.finfo(g.dtype).eps * max(size, torch.finfo(g.dtype).tiny)
                 if float(diff.max()) <= rounding:

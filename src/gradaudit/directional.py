@@ -32,7 +32,7 @@ from . import evaluate as E
 from . import judge as J
 from .evaluate import SMALL_BATCH, Info, Problem, batched_outputs
 from .findings import Findings, unravel
-from .numeric import ridders_tableau, truncation
+from .numeric import extrapolate, ridders_tableau, truncation
 from .record import Comparison, Location
 from .render.common import WEIGHTED
 from .tolerances import (
@@ -66,6 +66,11 @@ SPLITS = 8  # elements a projection cannot resolve are judged again on their own
 LOCATE = 32  # bisection locates at most this many elements per input; the count then says "at least"
 EPS64 = 2.220446049250313e-16
 _FLOAT_MAX = 1.7976931348623157e308  # the largest float64
+
+
+def _unbounded(t: torch.Tensor) -> torch.Tensor:
+    """The judge's differences or bounds with its largest float (nan_to_num's +inf) read back as inf."""
+    return t.masked_fill(t >= _FLOAT_MAX, math.inf)
 SHRINKS = 8  # Ridders restarted from h0/10, h0/100, ... while its evidence cannot decide (as full.SHRINKS)
 UNDECIDED = (J.COARSE, J.DISCONTINUITY, J.EVIDENCE_NONFINITE)  # as full.UNDECIDED
 
@@ -226,7 +231,7 @@ def _richardson(d1: float, d2: float, h: float, size: float, perturbation: float
     """The quick stage's estimate from D(h) (*d1*) and D(2h) (*d2*); its rounding bound is (4 (1/h) + 1/(2h)) / 3
     ulps of phi (eps |phi's terms| + *perturbation*) per unit of phi's rounding."""
     err = 1.5 * (EPS64 * unit * size + perturbation) / h
-    value = (4 * d1 - d2) / 3
+    value = extrapolate(d1, d2, 4.0)  # (4 d1 - d2) / 3
     return Quick(value, err, max(1.0, size) / scale, float(truncation(d1 - d2, value)), h, d1, size, exact,
                  evaluations)
 
@@ -1808,8 +1813,9 @@ def _bisect(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, phi_for:
         # judged along max(1, |x_i|) e_i; reported per unit of x_i (every term divided by that size)
         size = float(sizes[lo])
         j0: J.Judged = out["judged"]
-        judged = J.Judged(j0.verdict, j0.reason, j0.diff / size, j0.atol / size, j0.rtol, j0.ref / size,
-                          j0.evidence / size, j0.all_pass)
+        # (an infinite difference or bound is the judge's largest float: divided, it read as a finite 6e307)
+        judged = J.Judged(j0.verdict, j0.reason, _unbounded(j0.diff) / size, j0.atol / size, j0.rtol, j0.ref / size,
+                          _unbounded(j0.evidence) / size, j0.all_pass)
         pair = out.get("slopes")
         slopes = None if pair is None else (torch.tensor(pair[0] / size), torch.tensor(pair[1] / size))
         f.add(judged, torch.tensor(analytic / size, dtype=torch.float64),

@@ -33,15 +33,20 @@ SMALL_BLOCK = 64  # a passed block of at most this many entries is summarized in
 
 
 def _relative(diff: float, ref: float) -> float:
-    """|diff| / |ref| as the tensor path reports it for a finite diff: 0 where diff is 0, the largest
-    float where the quotient is infinite (nan_to_num), inf for NaN."""
+    """|diff| / |ref| as the tensor path reports it: 0 where diff is 0, inf where the quotient is infinite or NaN."""
     if diff == 0:
         return 0.0
     size = abs(ref)
     q = diff / size if size else math.inf
-    if q == math.inf:
-        return sys.float_info.max
     return q if q == q else math.inf
+
+
+def unbounded(value: float) -> float:
+    """A largest difference as reported: inf where the judge's differences (NaN and +inf made the largest float by
+    nan_to_num, so that they sort and compare) held the largest float. No difference of two float64 values is that
+    large but an infinite one (1e308 - (-0.8e308) overflows to inf), so it is read back as inf: the record said
+    1.7976931348623157e+308 where the rows said inf."""
+    return math.inf if value >= sys.float_info.max else value
 
 
 @dataclass
@@ -133,11 +138,11 @@ class Findings:
         if diff.numel():
             at = int(diff.argmax())
             if float(diff[at]) > self.max_abs or self.at is None:
-                self.max_abs = float(diff[at])
+                self.max_abs = unbounded(float(diff[at]))
                 self.at = self.location(output, int(rows[at]), int(cols[at]))
             ref = reference.detach().to(torch.float64).expand_as(judged.verdict).reshape(-1)
             rel = torch.div(diff, ref.abs()).masked_fill_(diff == 0, 0.0)
-            self.max_rel = max(self.max_rel, float(rel.nan_to_num_(nan=math.inf).max()))
+            self.max_rel = max(self.max_rel, unbounded(float(rel.nan_to_num_(nan=math.inf).max())))
         if judged.all_pass:
             return counted
         # what did not pass, and passes worth a word (a kink resolved by a declared convention)
@@ -178,6 +183,7 @@ class Findings:
             at = int(flat.argmax())
             largest = float(flat[at])
             rel = float(torch.div(diff, ref.abs()).masked_fill_(diff == 0, 0.0).nan_to_num_(nan=math.inf).max())
+        largest, rel = unbounded(largest), unbounded(rel)
         if largest > self.max_abs or self.at is None:
             self.max_abs = largest
             where = unravel(at, tuple(shape))
@@ -198,7 +204,7 @@ class Findings:
         at = diffs.index(largest)  # the first largest, as argmax
         rel = max(map(_relative, diffs, refs))
         if largest > self.max_abs or self.at is None:
-            self.max_abs = largest
+            self.max_abs = unbounded(largest)
             self.at = self.location(output, at // width, cols[at % width])
         self.max_rel = max(self.max_rel, rel)
         return counted

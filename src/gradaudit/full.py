@@ -47,7 +47,7 @@ from .evaluate import (
     steps,
 )
 from .findings import Findings
-from .numeric import RIDDERS_BASE, truncation
+from .numeric import RIDDERS_BASE, extrapolate, truncation
 from .tolerances import (
     RESOLVE,
     ROUNDING_ULPS,
@@ -678,20 +678,20 @@ def _analytic(problem: Problem, gen: torch.Generator, info: Info) -> dict[tuple[
             b = min(m, a + height)
             weights = torch.zeros(b - a, m, dtype=torch.float64)
             weights.diagonal(a).copy_(c[a:b])  # row i weighs output element a + i
-            rows = analytic_rows(problem, k, weights, info)
+            rows = _divided(problem, k, weights, c[a:b], analytic_rows(problem, k, weights, info), info)
             for pos, j in enumerate(problem.diff):
                 row = rows[pos]
                 if row is None:
                     analytic[j, k] = None
                     continue
                 if b - a == m:
-                    analytic[j, k] = row.contiguous().div_(c.reshape(-1, 1))
+                    analytic[j, k] = row
                     continue
                 if (j, k) not in analytic:
                     analytic[j, k] = torch.empty(m, row.shape[1], dtype=torch.float64)
                 target = analytic[j, k]
                 if target is not None:
-                    torch.div(row, c[a:b].reshape(-1, 1), out=target[a:b])
+                    target[a:b] = row
         info["backward_rows"] = info.get("backward_rows", 0) + m
         dead = None if problem.dead is None else problem.dead[k]
         if dead is not None:  # rows of outputs not finite at the point: not judged (_leave_out_dead)
@@ -700,6 +700,26 @@ def _analytic(problem: Problem, gen: torch.Generator, info: Info) -> dict[tuple[
                 if block is not None:
                     block[dead] = 0.0
     return analytic
+
+
+def _divided(problem: Problem, k: int, weights: torch.Tensor, c: torch.Tensor, rows: list[torch.Tensor | None],
+             info: Info) -> list[torch.Tensor | None]:
+    """autograd's rows c_i (e_i)ᵀJ divided by their weights c: J's rows. Where c J overflowed (an entry within a
+    factor 1.5 of float64's largest: d/dx exp at 709.5 is 1.37e308, and 1.2 times it is inf) those rows are taken
+    again with weights c / 4 (an exact scaling) and divided by them, where that is finite: a right backward read
+    inf there and FAILED. A backward that gives inf itself gives it again."""
+    import torch
+
+    out = [None if r is None else r.contiguous().div_(c.reshape(-1, 1)) for r in rows]
+    if all(q is None or bool(torch.isfinite(q).all()) for q in out):
+        return out
+    again = analytic_rows(problem, k, weights / 4, info)
+    info["backward_rows"] = info.get("backward_rows", 0) + len(c)
+    for pos, (q, r) in enumerate(zip(out, again)):
+        if q is not None and r is not None:
+            quarter = r.contiguous().div_((c / 4).reshape(-1, 1))
+            out[pos] = torch.where(torch.isfinite(q) | ~torch.isfinite(quarter), q, quarter)
+    return out
 
 
 def _columns(analytic: dict[tuple[int, int], torch.Tensor | None], banded: Band | None, j: int, k: int,
@@ -853,7 +873,7 @@ def _richardson(problem: Problem, j: int, suspect: torch.Tensor, central: Centra
         blocks: list[tuple[int, torch.Tensor, torch.Tensor, Any]] = []
         estimates: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # per output: R, rounding, D(h) - D(2h)
         for k, (near, d2) in enumerate(zip(nums, far)):
-            value = (4 * near - d2.T) / 3
+            value = extrapolate(near, d2.T, 4.0)  # (4 near - d2) / 3, without overflow near float64's end
             ana = _columns(analytic, banded, j, k, cols)
             obs = torch.zeros_like(value) if ana is None else ana
             # judged with the central difference's own bound, not the 1.5 times of its rounding that the
@@ -1400,7 +1420,7 @@ def _quick_colored(problem: Problem, j: int, analytic: dict[tuple[int, int], tor
                 continue
             near = raw[k][group[c], r] / denom[c]
             far = raw2[k][slot[group[c]], r] / denom2[c]
-            value = (4 * near - far) / 3
+            value = extrapolate(near, far, 4.0)
             obs = block[r, c]
             # the central difference's own bound, as _richardson judges a column: it accepts only what the quick
             # stage would accept without its truncation error, and the extrapolation's own truncation (h^4),

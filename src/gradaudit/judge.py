@@ -21,6 +21,7 @@ backward, ``expected=``, modules) hands its values and their error bounds to :fu
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -435,7 +436,8 @@ def summary(j: Judged, observed: torch.Tensor, reference: torch.Tensor, locate: 
                              reference_kind=reference_kind, slopes=slopes) for i in order[:keep])
     if total:
         at = int(diff.argmax())
-        max_abs, max_rel, where = float(diff[at]), float(rel.nan_to_num(nan=math.inf).max()), locate(at)
+        max_rel, where = float(rel.nan_to_num(nan=math.inf, posinf=math.inf).max()), locate(at)
+        max_abs = math.inf if float(diff[at]) >= sys.float_info.max else float(diff[at])  # (findings.unbounded)
     else:
         max_abs, max_rel, where = 0.0, 0.0, None
     disc = Discrepancy(total, int((flat_v == FAIL).sum()), int((flat_v == INCONCLUSIVE).sum()), True, None,

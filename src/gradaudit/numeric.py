@@ -17,8 +17,9 @@ Evaluation (batching, vmap or loop) lives in :mod:`gradaudit.evaluate`.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import torch
@@ -54,6 +55,32 @@ def truncation(delta: torch.Tensor | float, value: torch.Tensor | float) -> torc
     return torch.where(d == 0, 0.0, 4 * d.square() / (9 * r.abs()))
 
 
+def extrapolate(near: Any, far: Any, fac: float, guard: bool = True) -> Any:
+    """(fac near - far) / (fac - 1), Richardson's and Ridders' step, for floats or tensors: where that overflows on
+    finite values (exp(709) = 8.2e307 times 4), near + (near - far) / (fac - 1), the same value without the
+    overflow (elsewhere the plain form, to the bit: the numbers every other check has stay as they were). Not
+    *guard*: the caller knows the values are too small to overflow (:func:`may_overflow`)."""
+    plain = (near * fac - far) / (fac - 1.0)
+    if isinstance(plain, float):
+        if math.isfinite(plain) or not (math.isfinite(near) and math.isfinite(far)):
+            return plain
+        return near + (near - far) / (fac - 1.0)
+    import torch
+
+    if not guard or not plain.numel() or bool(torch.isfinite(plain).all()):
+        return plain
+    return torch.where(torch.isfinite(plain) | ~(torch.isfinite(near) & torch.isfinite(far)), plain,
+                       near + (near - far) / (fac - 1.0))
+
+
+def may_overflow(values: torch.Tensor, fac: float) -> bool:
+    """Whether a finite one of *values* times *fac* (and a little more: a tableau's values grow by up to about
+    fac / (fac - 1) per column, about twice in all) may overflow float64."""
+    if not values.numel():
+        return False
+    return float(values.abs().nan_to_num(nan=0.0, posinf=0.0).max()) > sys.float_info.max / (2.0 * fac)
+
+
 def ridders_tableau(centrals: Iterable[float], *, con: float = CON, safe: float = SAFE) -> tuple[float, float, int]:
     """Ridders' extrapolation of central differences taken at steps shrinking by *con*.
 
@@ -67,7 +94,7 @@ def ridders_tableau(centrals: Iterable[float], *, con: float = CON, safe: float 
         row = [value]
         fac = con * con
         for j in range(1, col + 1):
-            row.append((row[j - 1] * fac - table[col - 1][j - 1]) / (fac - 1.0))
+            row.append(extrapolate(row[j - 1], table[col - 1][j - 1], fac))
             fac *= con * con
             errt = max(abs(row[j] - row[j - 1]), abs(row[j] - table[col - 1][j - 1]))
             if errt <= err:
@@ -112,11 +139,12 @@ def ridders_tensor(centrals: torch.Tensor, *, con: float = CON, safe: float = SA
     used = start.clone()
     active = torch.ones_like(best, dtype=torch.bool)
     prev = [shifted[0]]
+    guard = may_overflow(shifted, (con * con) ** (k - 1))  # (one test for the tableau: values near float64's end)
     for col in range(1, k):
         row = [shifted[col]]
         fac = con * con
         for j in range(1, col + 1):
-            row.append((row[j - 1] * fac - prev[j - 1]) / (fac - 1.0))
+            row.append(extrapolate(row[j - 1], prev[j - 1], fac, guard))
             fac *= con * con
             errt = torch.maximum((row[j] - row[j - 1]).abs(), (row[j] - prev[j - 1]).abs())
             better = active & (errt <= err)

@@ -179,11 +179,45 @@ def detail_lines(r: Record, *, repro: str | None = None) -> list[str]:
     return lines
 
 
+#: the traceback's last lines shown under an error (extended back to the start of the frame they begin in)
+TRACEBACK_LINES = 6
+
+
 def error_lines(err: Any, indent: str = "  ") -> list[str]:
+    """The error's type and message, then the end of its traceback: whole frames (a cut excerpt began with a
+    frame's code line and no 'File' line above it), without the final 'Type: message' line the first line says."""
     if err is None:
         return []
-    lines = [f"{indent}error:      {clean(err.type)}: {clean(err.message, newlines=False)}"]
-    return lines + [f"{indent}  " + clean(line) for line in str(err.traceback).splitlines()[-6:]]
+    head = f"{clean(err.type)}: {clean(err.message, newlines=False)}"
+    lines = [f"{indent}error:      {head}"]
+    tb = str(err.traceback).splitlines()
+    while tb and (not tb[-1].strip() or clean(tb[-1].strip(), newlines=False) == head):
+        tb.pop()  # the message, said above
+    tb = _own_frames(tb)
+    start = max(0, len(tb) - TRACEBACK_LINES)
+    while start > 0 and not tb[start].lstrip().startswith("File "):
+        start -= 1
+    return lines + [f"{indent}  " + clean(line) for line in tb[start:]]
+
+
+def _own_frames(tb: list[str]) -> list[str]:
+    """The traceback's lines without the frames of gradaudit's own code and of autograd's engine call: a backward
+    that returned the wrong shape showed only gradaudit's evaluate.py and torch's graph.py, where the user's code
+    is not (the message names the Function). Traceback's own first line is left out too."""
+    import os
+
+    own = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+           os.path.join("torch", "autograd", "graph.py"), os.path.join("torch", "autograd", "__init__.py"))
+    out: list[str] = []
+    keep = True
+    for line in tb:
+        if line.startswith("Traceback (most recent call last)"):
+            continue
+        if line.lstrip().startswith("File "):
+            keep = not any(part in line for part in own)
+        if keep:
+            out.append(line)
+    return out
 
 
 def tolerance_line(tol: ToleranceUsed | None, indent: str = "  ") -> list[str]:
@@ -193,6 +227,9 @@ def tolerance_line(tol: ToleranceUsed | None, indent: str = "  ") -> list[str]:
     text = f"{indent}tolerance:  atol {fmt_number(tol.atol)}, rtol {fmt_number(tol.rtol)}"
     if tol.evidence_factor:
         text += f", plus {fmt_number(tol.evidence_factor)} × the evidence's error bound"
+        # (the default's basis ends saying so too: once is enough)
+        why = why.removesuffix(f"; plus {fmt_number(tol.evidence_factor)} x the numeric evidence's own error bound")
+        why = why.removesuffix(f", plus {fmt_number(tol.evidence_factor)} x the numeric evidence's own error bound")
     return [text + f" ({'default' if tol.default else 'changed'}: {why})"]
 
 
@@ -244,7 +281,8 @@ def mismatch_lines(d: Discrepancy, indent: str = "  ", *, located: bool = False)
         out.append(f"{indent}Inconclusive elements: {d.inconclusive} / {d.total}")
     worst = [c for c in d.worst if c.reference is not None and c.observed is not None]
     if worst:
-        top = max(worst, key=lambda c: c.abs)
+        # a NaN difference is the greatest (the record counts it as infinite); max() kept whichever came first
+        top = max(worst, key=lambda c: c.abs if c.abs == c.abs else math.inf)
         allowed = f" (up to {fmt_number(top.allowance.total)} allowed)" if top.allowance else ""
         out.append(f"{indent}Greatest absolute difference: {fmt_number(top.abs)} at {where(top)}{allowed}")
         rel = max(worst, key=lambda c: (c.reference not in (0.0, None), c.rel))
