@@ -1687,3 +1687,72 @@ def test_the_default_tolerance_says_the_evidence_term_once():
     line = next(line for line in text.splitlines() if line.startswith("tolerance:"))
     assert "plus 10 × the evidence's error bound" in line
     assert line.count("error bound") == 1
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_an_infinite_gradient_where_the_true_one_is_finite_has_an_infinite_relative_difference(mode):
+    # a reviewer's case: inf instead of 2 x = 6 at x = 3 (and no other entry in its column); the largest float the
+    # judge keeps for an infinite difference, divided by |6|, read as a finite max_rel of 3e307 in full mode
+    class InfiniteAtThree(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            d = torch.where(x > 1.0, torch.full_like(x, math.inf), 2 * x)
+            return torch.where(g != 0, g * d, torch.zeros_like(g))
+
+    res = ga.check(InfiniteAtThree.apply, (torch.tensor([0.5, 3.0], dtype=F64, requires_grad=True),), mode=mode)
+    d = res.records[0].discrepancy
+    assert res.verdict == "fail" and d.max_abs == math.inf and d.max_rel == math.inf
+
+
+def test_an_error_excerpt_keeps_a_chained_cause_stays_short_and_says_the_message_once():
+    # a reviewer's cases: the excerpt dropped a chained cause's message (its lines followed a filtered torch frame),
+    # grew without limit from a frame boundary (a 40-line message: 46 lines), and repeated a message whose type
+    # the traceback qualifies (torch._C._LinAlgError) or that is empty (a bare "ValueError" line)
+    def chained(x):
+        try:
+            torch.autograd.grad(x.detach().sum(), x)
+        except RuntimeError as exc:
+            raise ValueError("my wrapper failed") from exc
+        return x
+
+    text = str(ga.check(chained, (torch.tensor([0.5], dtype=F64, requires_grad=True),)))
+    assert "RuntimeError: element 0 of tensors does not require grad" in text
+    assert "The above exception was the direct cause of the following exception:" in text
+    assert "graph.py" not in text and text.count("ValueError: my wrapper failed") == 1
+
+    def long_message(x):
+        raise ValueError("\n".join(f"detail line {i}" for i in range(40)))
+
+    lines = str(ga.check(long_message, (torch.tensor([0.5], dtype=F64, requires_grad=True),))).splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("error:"))
+    shown = [line for line in lines[at + 1:] if not line.startswith("re-run:")]
+    assert 0 < len(shown) <= 12 and not any(line.strip().startswith("detail line") for line in shown)
+
+    def cholesky(a):
+        return torch.linalg.cholesky(a) * 2
+
+    text = str(ga.check(cholesky, (torch.tensor([[1.0, 2.0], [2.0, 1.0]], dtype=F64, requires_grad=True),)))
+    assert text.count("not positive-definite (the leading minor") == 1
+
+    def bare(x):
+        raise ValueError()
+
+    text = str(ga.check(bare, (torch.tensor([0.5], dtype=F64, requires_grad=True),)))
+    assert "error:      ValueError\n" in text and "\n    ValueError\n" not in text + "\n"
+
+
+def test_a_non_finite_value_shows_no_allowance_carrying_its_inf():
+    # a directional failure where autograd gives inf: the row said "up to inf allowed" (5.99e+307 before) and the
+    # evidence line "error bound at most inf", though the numeric evidence is finite
+    fn = _squares_with_a_broken_backward(4.0, math.inf)
+    res = ga.check(fn, (torch.tensor([1.0, 2.0, 3.0], dtype=F64, requires_grad=True),), mode="directional")
+    text = str(res)
+    assert res.verdict == "fail"
+    assert "inf allowed" not in text and "error bound at most inf" not in text
+    assert "Greatest absolute difference: inf at 'x' element (2,)" in text

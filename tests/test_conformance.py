@@ -2672,3 +2672,14 @@ def test_exp_near_overflow_passes_in_every_mode_and_a_1e_8_bug_there_fails(mode)
     assert ga.check(torch.exp, (x,), mode=mode).verdict == "pass"
     wrong = _planted(torch.exp, torch.exp, rel=1e-8)
     assert ga.check(wrong, (x.detach().clone().requires_grad_(),), mode=mode).verdict == "fail"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_derivative_beyond_float64s_range_is_inconclusive_in_every_mode(mode):
+    # x**400 at 5.855 is 1.0e307 and its derivative 6.8e308, beyond float64: autograd gives inf, and so does every
+    # difference quotient. Full mode passed on those two equal infinities (2 evaluations), directional mode said
+    # inconclusive: the evidence confirms nothing there
+    x = torch.tensor([5.855], dtype=F64, requires_grad=True)
+    res = ga.check(lambda t: t**400, (x,), mode=mode)
+    assert res.verdict == "inconclusive"
+    assert "cannot confirm inf" in str(res) and "e+308" not in str(res)

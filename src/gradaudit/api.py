@@ -1321,7 +1321,8 @@ def _vjp_record(problem: Problem, j: int, f: Findings, mode: str, tol: Tolerance
                 label: str, repro: str) -> Record:
     x = problem.inputs[j]
     kept = f.comparisons(KEEP)
-    bound = max((c.allowance.evidence for c in kept if c.allowance), default=None)
+    # (a non-finite value's comparison carries an infinite bound from autograd's own side: not the evidence's)
+    bound = max((c.allowance.evidence for c in kept if c.allowance and c.kind != "nonfinite"), default=None)
     dtype = str(x.dtype).removeprefix("torch.")  # the evidence's; the record states the caller's (shape, given)
     shape, given = _given(problem, j)
     reason = _summary(f, mode)

@@ -141,7 +141,9 @@ class Findings:
                 self.max_abs = unbounded(float(diff[at]))
                 self.at = self.location(output, int(rows[at]), int(cols[at]))
             ref = reference.detach().to(torch.float64).expand_as(judged.verdict).reshape(-1)
-            rel = torch.div(diff, ref.abs()).masked_fill_(diff == 0, 0.0)
+            # (an infinite difference is the judge's largest float: divided, it read as a finite 3e307)
+            whole = diff.masked_fill(diff >= sys.float_info.max, math.inf)
+            rel = torch.div(whole, ref.abs()).masked_fill_(diff == 0, 0.0)
             self.max_rel = max(self.max_rel, unbounded(float(rel.nan_to_num_(nan=math.inf).max())))
         if judged.all_pass:
             return counted
@@ -269,7 +271,8 @@ class Findings:
         reason = J.reason_text(code, obs, ref, slopes, reference_kind=self.reference_kind)
         if p.note:
             reason = f"{reason}; {p.note}" if reason else p.note
-        allowance = Allowance(j.atol, float(j.rtol_term[i]), float(j.evidence[i]), float(j.allowed[i]))
+        allowance = Allowance(j.atol, float(j.rtol_term[i]), unbounded(float(j.evidence[i])),
+                              unbounded(float(j.allowed[i])))
         kind = p.kind if p.kind and code in (J.OUTSIDE, J.OK) else J.KINDS[code]
         return Comparison(self.location(p.output, int(p.rows[i]), int(p.cols[i])), ref, obs, allowance,
                           J.NAMES[int(j.verdict[i])], kind, reason, self.reference_kind, slopes)

@@ -711,7 +711,7 @@ def _divided(problem: Problem, k: int, weights: torch.Tensor, c: torch.Tensor, r
     import torch
 
     out = [None if r is None else r.contiguous().div_(c.reshape(-1, 1)) for r in rows]
-    if all(q is None or bool(torch.isfinite(q).all()) for q in out):
+    if all(q is None or not bool(torch.isinf(q).any()) for q in out):  # (a NaN no scaling repairs)
         return out
     again = analytic_rows(problem, k, weights / 4, info)
     info["backward_rows"] = info.get("backward_rows", 0) + len(c)

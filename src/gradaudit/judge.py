@@ -186,7 +186,8 @@ def judge(observed: torch.Tensor | float, reference: torch.Tensor | float, tol: 
     coarse = (evidence > 0) & ~(torch.isfinite(bound) & (bound <= limit * magnitude))
     beyond = (within & (diff > tolerance) & (bound > tolerance)) if not tol.default else None
     if (bool(within.all()) and bool(torch.isfinite(diff).all()) and not bool(coarse.any())
-            and (beyond is None or not bool(beyond.any()))):
+            and (beyond is None or not bool(beyond.any()))
+            and (numeric is None or bool(torch.isfinite(ref if numeric == "reference" else obs).all()))):
         zeros = torch.zeros(obs.shape, dtype=torch.int8)
         return Judged(zeros, zeros, diff, tol.atol, tol.rtol, ref, evidence, True)
     # the reason decides the verdict (VERDICT_OF); later rules take precedence over earlier ones
@@ -201,7 +202,10 @@ def judge(observed: torch.Tensor | float, reference: torch.Tensor | float, tol: 
     other_side = finite_ref if numeric == "observed" else finite_obs
     reason = torch.where(~evidence_side, EVIDENCE_NONFINITE, reason)
     reason = torch.where(evidence_side & ~other_side, OBS_NONFINITE, reason)
-    reason = torch.where(same, OK, reason).to(torch.int8)
+    # equal values agree, but equal infinities only where neither side is numeric evidence: an overflowed
+    # difference quotient confirms nothing (x**400 at 5.855: autograd's inf "passed" full mode on two evaluations
+    # that overflowed, directional mode said inconclusive)
+    reason = torch.where(same if numeric is None else same & evidence_side, OK, reason).to(torch.int8)
     verdict = torch.tensor(VERDICT_OF, dtype=torch.int8)[reason.long()]
     return Judged(verdict, reason, diff, tol.atol, tol.rtol, ref, evidence)
 
@@ -216,7 +220,7 @@ def passes(observed: Sequence[float], reference: Sequence[float], reference_boun
     """:func:`judge`'s verdict, value by value, in Python floats, for a few values of numeric evidence
     (*reference*) judged at the default tolerance without slopes: whether each passes, and its difference
     as judge reports it for a pass (0 where the two are equal). judge's own rule in the same IEEE
-    operations and order: equal values pass; otherwise both must be finite, within atol + rtol |reference|
+    operations and order: equal finite values pass; otherwise both must be finite, within atol + rtol |reference|
     + SAFETY bound, with a finite bound at most UNINFORMATIVE times max(|reference|, |observed|, scale) (or
     zero). None for a tolerance the user set: judge decides."""
     if not tol.default:
@@ -227,7 +231,7 @@ def passes(observed: Sequence[float], reference: Sequence[float], reference_boun
     flags: list[bool] = []
     diffs: list[float] = []
     for o, r, b, s in zip(observed, reference, reference_bound, scale):
-        if o == r:  # also +inf == +inf
+        if o == r and -inf < r < inf:  # (not +inf == +inf: the evidence overflowed, judge says inconclusive)
             flags.append(True)
             diffs.append(0.0)
             continue
@@ -370,6 +374,9 @@ def reason_text(code: int, obs: float, ref: float, slopes: tuple[float, float] |
     if code == OBS_NONFINITE:
         return f"the observed value is {obs} where {other} is finite"
     if code == EVIDENCE_NONFINITE:
+        if ref in (math.inf, -math.inf):
+            return (f"the numeric evidence is {ref} here (the function overflows, or is undefined, within the step): "
+                    f"it cannot confirm {obs}")
         return "the numeric evidence is not finite here (the function is undefined within the step)"
     if code in (KINK, CONVENTION) and slopes is not None:
         text = f"kink: left slope {slopes[0]:.6g}, right slope {slopes[1]:.6g}"
@@ -411,7 +418,9 @@ def comparison(j: Judged, flat: int, observed: torch.Tensor, reference: torch.Te
         left, right = (float(s.expand_as(j.verdict).reshape(-1)[flat]) for s in slopes)
         pair = (left, right) if math.isfinite(left) and math.isfinite(right) else None
     one = j.take(torch.tensor([flat]))
-    allowance = Allowance(j.atol, float(one.rtol_term[0]), float(one.evidence[0]), float(one.allowed[0]))
+    big = sys.float_info.max  # (the judge's nan_to_num of an infinite bound, read back as inf: findings.unbounded)
+    allowance = Allowance(j.atol, float(one.rtol_term[0]), *(math.inf if v >= big else v for v in (
+        float(one.evidence[0]), float(one.allowed[0]))))
     return Comparison(location, ref, obs, allowance, NAMES[int(j.verdict.reshape(-1)[flat])],
                       kind or KINDS[code], reason_text(code, obs, ref, pair, reference_kind=reference_kind),
                       reference_kind, pair)
@@ -428,7 +437,8 @@ def summary(j: Judged, observed: torch.Tensor, reference: torch.Tensor, locate: 
     flat_v = j.verdict.reshape(-1)
     diff = j.diff.reshape(-1)
     ref = reference.detach().to(torch.float64).expand_as(j.verdict).reshape(-1)
-    rel = torch.where(diff == 0, torch.zeros_like(diff), diff / ref.abs())
+    big = sys.float_info.max  # (an infinite difference, which nan_to_num made the largest float, stays infinite)
+    rel = torch.where(diff == 0, torch.zeros_like(diff), diff.masked_fill(diff >= big, math.inf) / ref.abs())
     total = int(flat_v.numel())
     bad = (flat_v != PASS).nonzero().flatten()
     order = sorted(bad.tolist(), key=lambda i: (int(flat_v[i]) != FAIL, -float(diff[i])))

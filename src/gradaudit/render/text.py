@@ -8,6 +8,7 @@ tensors and Jacobians are never printed; text from users has its control charact
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -181,29 +182,46 @@ def detail_lines(r: Record, *, repro: str | None = None) -> list[str]:
 
 #: the traceback's last lines shown under an error (extended back to the start of the frame they begin in)
 TRACEBACK_LINES = 6
+#: at most this many lines of it, whole frames or not (a long message, an exception group)
+TRACEBACK_MAX = 12
 
 
 def error_lines(err: Any, indent: str = "  ") -> list[str]:
-    """The error's type and message, then the end of its traceback: whole frames (a cut excerpt began with a
-    frame's code line and no 'File' line above it), without the final 'Type: message' line the first line says."""
+    """The error's type and message, then the end of its traceback: whole frames where they fit (a cut excerpt
+    began with a frame's code line and no 'File' line above it), without the final message the first line says
+    (on one line or several, the type qualified or not)."""
     if err is None:
         return []
-    head = f"{clean(err.type)}: {clean(err.message, newlines=False)}"
+    head = f"{clean(err.type)}: {clean(err.message, newlines=False)}" if err.message else clean(err.type)
     lines = [f"{indent}error:      {head}"]
-    tb = str(err.traceback).splitlines()
-    while tb and (not tb[-1].strip() or clean(tb[-1].strip(), newlines=False) == head):
-        tb.pop()  # the message, said above
-    tb = _own_frames(tb)
+    tb = _own_frames(_without_message(str(err.traceback).splitlines(), str(err.type)))
     start = max(0, len(tb) - TRACEBACK_LINES)
-    while start > 0 and not tb[start].lstrip().startswith("File "):
+    while start > 0 and not _frame_start(tb[start]) and len(tb) - start < TRACEBACK_MAX:
         start -= 1
     return lines + [f"{indent}  " + clean(line) for line in tb[start:]]
+
+
+def _frame_start(line: str) -> bool:
+    """A traceback line naming a frame: '  File ...' (in an exception group's '  |   File ...' too)."""
+    return line.lstrip(" |").startswith("File ")
+
+
+def _without_message(tb: list[str], kind: str) -> list[str]:
+    """*tb* without its last exception line and the message lines after it ('ValueError: ...', or
+    'torch._C._LinAlgError: ...', a bare 'ValueError', a message of several lines): the error line says them."""
+    for i in range(len(tb) - 1, -1, -1):
+        line = tb[i]
+        if not line.startswith((" ", "|")) and re.match(rf"([\w.]*\.)?{re.escape(kind)}(:|$)", line):
+            return tb[:i]
+    return tb
 
 
 def _own_frames(tb: list[str]) -> list[str]:
     """The traceback's lines without the frames of gradaudit's own code and of autograd's engine call: a backward
     that returned the wrong shape showed only gradaudit's evaluate.py and torch's graph.py, where the user's code
-    is not (the message names the Function). Traceback's own first line is left out too."""
+    is not (the message names the Function). The lines between tracebacks of a chained exception (its cause's
+    message, 'The above exception was the direct cause ...') are kept; 'Traceback (most recent call last):' and
+    blank lines are left out."""
     import os
 
     own = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
@@ -211,10 +229,12 @@ def _own_frames(tb: list[str]) -> list[str]:
     out: list[str] = []
     keep = True
     for line in tb:
-        if line.startswith("Traceback (most recent call last)"):
+        if not line.strip() or line.lstrip(" |").startswith("Traceback (most recent call last)"):
             continue
-        if line.lstrip().startswith("File "):
+        if _frame_start(line):
             keep = not any(part in line for part in own)
+        elif not line.startswith((" ", "|")):
+            keep = True  # not a frame's code: a message or a separator between chained tracebacks
         if keep:
             out.append(line)
     return out
@@ -283,7 +303,9 @@ def mismatch_lines(d: Discrepancy, indent: str = "  ", *, located: bool = False)
     if worst:
         # a NaN difference is the greatest (the record counts it as infinite); max() kept whichever came first
         top = max(worst, key=lambda c: c.abs if c.abs == c.abs else math.inf)
-        allowed = f" (up to {fmt_number(top.allowance.total)} allowed)" if top.allowance else ""
+        # (a non-finite value fails or is inconclusive whatever the allowance: the bound carrying its inf says nothing)
+        allowed = (f" (up to {fmt_number(top.allowance.total)} allowed)" if top.allowance and top.kind != "nonfinite"
+                   else "")
         out.append(f"{indent}Greatest absolute difference: {fmt_number(top.abs)} at {where(top)}{allowed}")
         rel = max(worst, key=lambda c: (c.reference not in (0.0, None), c.rel))
         out.append(f"{indent}Greatest relative difference: {rel_text(rel.rel, rel.reference)} at {where(rel)}")
@@ -306,7 +328,7 @@ def mismatch_lines(d: Discrepancy, indent: str = "  ", *, located: bool = False)
         for c in worst[:SHOWN]:
             place = (f"{clean(c.input)} | {idx(c.element)} | {c.output} | {idx(c.output_element)} | " if outputs
                      else f"{idx(c.element)} | ")
-            allowed = fmt_number(c.allowance.total) if c.allowance else "—"
+            allowed = fmt_number(c.allowance.total) if c.allowance and c.kind != "nonfinite" else "—"
             reason = clean(c.reason, newlines=False)
             label = reason if reason.startswith(f"{c.kind}:") else f"{c.kind}: {reason}"
             verdict = c.verdict + (f" ({label})" if c.kind not in ("value",) else "")
