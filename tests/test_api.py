@@ -1756,3 +1756,15 @@ def test_a_non_finite_value_shows_no_allowance_carrying_its_inf():
     assert res.verdict == "fail"
     assert "inf allowed" not in text and "error bound at most inf" not in text
     assert "Greatest absolute difference: inf at 'x' element (2,)" in text
+
+
+def test_the_message_of_an_exception_class_defined_in_a_function_is_said_once():
+    # the traceback names it test_....<locals>.Local: the excerpt kept that line, repeating the message
+    class Local(Exception):
+        pass
+
+    def f(x):
+        raise Local("a local class's message")
+
+    text = str(ga.check(f, (torch.tensor([1.0], dtype=F64, requires_grad=True),)))
+    assert text.count("Local: a local class's message") == 1

@@ -211,7 +211,7 @@ def _without_message(tb: list[str], kind: str) -> list[str]:
     'torch._C._LinAlgError: ...', a bare 'ValueError', a message of several lines): the error line says them."""
     for i in range(len(tb) - 1, -1, -1):
         line = tb[i]
-        if not line.startswith((" ", "|")) and re.match(rf"([\w.]*\.)?{re.escape(kind)}(:|$)", line):
+        if not line.startswith((" ", "|")) and re.match(rf"([\w.<>]*\.)?{re.escape(kind)}(:|$)", line):
             return tb[:i]
     return tb
 
