@@ -1340,10 +1340,10 @@ def _vjp_record(problem: Problem, j: int, f: Findings, mode: str, tol: Tolerance
         # what the projections resolved on this evidence (a float32-only function's 1% bug passed, the record saying
         # directional mode resolves about 1e-6 of a term)
         ratios = [d["allowed"] / max(abs(d["autograd"]), abs(d["numeric"]))
-                    for d in info.get("directional", ())
-                    if problem.names[j] in str(d.get("input", "")).split(" (")[0].split(", ")
-                    and isinstance(d.get("allowed"), float) and isinstance(d.get("autograd"), float)
-                    and isinstance(d.get("numeric"), float) and max(abs(d["autograd"]), abs(d["numeric"])) > 0]
+                  for d in info.get("directional", ())
+                  if problem.names[j] in str(d.get("input", "")).split(" (")[0].split(", ")
+                  and isinstance(d.get("allowed"), float) and isinstance(d.get("autograd"), float)
+                  and isinstance(d.get("numeric"), float) and max(abs(d["autograd"]), abs(d["numeric"])) > 0]
         coarse = (precision, max(ratios)) if ratios else None
     reason = _summary(f, mode, coarse)
     if f.verdict == "pass" and precision not in ("float64", "complex128") and f.max_rel > tol.rtol:

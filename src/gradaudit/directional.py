@@ -66,13 +66,13 @@ SPLITS = 8  # elements a projection cannot resolve are judged again on their own
 LOCATE = 32  # bisection locates at most this many elements per input; the count then says "at least"
 EPS64 = 2.220446049250313e-16
 _FLOAT_MAX = 1.7976931348623157e308  # the largest float64
+SHRINKS = 8  # Ridders restarted from h0/10, h0/100, ... while its evidence cannot decide (as full.SHRINKS)
+UNDECIDED = (J.COARSE, J.DISCONTINUITY, J.EVIDENCE_NONFINITE)  # as full.UNDECIDED
 
 
 def _unbounded(t: torch.Tensor) -> torch.Tensor:
     """The judge's differences or bounds with its largest float (nan_to_num's +inf) read back as inf."""
     return t.masked_fill(t >= _FLOAT_MAX, math.inf)
-SHRINKS = 8  # Ridders restarted from h0/10, h0/100, ... while its evidence cannot decide (as full.SHRINKS)
-UNDECIDED = (J.COARSE, J.DISCONTINUITY, J.EVIDENCE_NONFINITE)  # as full.UNDECIDED
 
 
 class Rounding(TypedDict):
