@@ -70,11 +70,6 @@ SHRINKS = 8  # Ridders restarted from h0/10, h0/100, ... while its evidence cann
 UNDECIDED = (J.COARSE, J.DISCONTINUITY, J.EVIDENCE_NONFINITE)  # as full.UNDECIDED
 
 
-def _unbounded(t: torch.Tensor) -> torch.Tensor:
-    """The judge's differences or bounds with its largest float (nan_to_num's +inf) read back as inf."""
-    return t.masked_fill(t >= _FLOAT_MAX, math.inf)
-
-
 class Rounding(TypedDict):
     """The rounding terms of one projection (:func:`_rounding`), passed on to :func:`judge_along` as keywords."""
 
@@ -1814,8 +1809,8 @@ def _bisect(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, phi_for:
         size = float(sizes[lo])
         j0: J.Judged = out["judged"]
         # (an infinite difference or bound is the judge's largest float: divided, it read as a finite 6e307)
-        judged = J.Judged(j0.verdict, j0.reason, _unbounded(j0.diff) / size, j0.atol / size, j0.rtol, j0.ref / size,
-                          _unbounded(j0.evidence) / size, j0.all_pass)
+        judged = J.Judged(j0.verdict, j0.reason, J.unbounded_tensor(j0.diff) / size, j0.atol / size, j0.rtol,
+                          j0.ref / size, J.unbounded_tensor(j0.evidence) / size, j0.all_pass)
         pair = out.get("slopes")
         slopes = None if pair is None else (torch.tensor(pair[0] / size), torch.tensor(pair[1] / size))
         f.add(judged, torch.tensor(analytic / size, dtype=torch.float64),

@@ -5,7 +5,6 @@ them, with exact counts. Both check modes fill them; records and ``result.mismat
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -39,14 +38,6 @@ def _relative(diff: float, ref: float) -> float:
     size = abs(ref)
     q = diff / size if size else math.inf
     return q if q == q else math.inf
-
-
-def unbounded(value: float) -> float:
-    """A largest difference as reported: inf where the judge's differences (NaN and +inf made the largest float by
-    nan_to_num, so that they sort and compare) held the largest float. No difference of two float64 values is that
-    large but an infinite one (1e308 - (-0.8e308) overflows to inf), so it is read back as inf: the record said
-    1.7976931348623157e+308 where the rows said inf."""
-    return math.inf if value >= sys.float_info.max else value
 
 
 @dataclass
@@ -138,13 +129,12 @@ class Findings:
         if diff.numel():
             at = int(diff.argmax())
             if float(diff[at]) > self.max_abs or self.at is None:
-                self.max_abs = unbounded(float(diff[at]))
+                self.max_abs = J.unbounded(float(diff[at]))
                 self.at = self.location(output, int(rows[at]), int(cols[at]))
             ref = reference.detach().to(torch.float64).expand_as(judged.verdict).reshape(-1)
             # (an infinite difference is the judge's largest float: divided, it read as a finite 3e307)
-            whole = diff.masked_fill(diff >= sys.float_info.max, math.inf)
-            rel = torch.div(whole, ref.abs()).masked_fill_(diff == 0, 0.0)
-            self.max_rel = max(self.max_rel, unbounded(float(rel.nan_to_num_(nan=math.inf).max())))
+            rel = torch.div(J.unbounded_tensor(diff), ref.abs()).masked_fill_(diff == 0, 0.0)
+            self.max_rel = max(self.max_rel, J.unbounded(float(rel.nan_to_num_(nan=math.inf).max())))
         if judged.all_pass:
             return counted
         # what did not pass, and passes worth a word (a kink resolved by a declared convention)
@@ -185,7 +175,7 @@ class Findings:
             at = int(flat.argmax())
             largest = float(flat[at])
             rel = float(torch.div(diff, ref.abs()).masked_fill_(diff == 0, 0.0).nan_to_num_(nan=math.inf).max())
-        largest, rel = unbounded(largest), unbounded(rel)
+        largest, rel = J.unbounded(largest), J.unbounded(rel)
         if largest > self.max_abs or self.at is None:
             self.max_abs = largest
             where = unravel(at, tuple(shape))
@@ -206,7 +196,7 @@ class Findings:
         at = diffs.index(largest)  # the first largest, as argmax
         rel = max(map(_relative, diffs, refs))
         if largest > self.max_abs or self.at is None:
-            self.max_abs = unbounded(largest)
+            self.max_abs = J.unbounded(largest)
             self.at = self.location(output, at // width, cols[at % width])
         self.max_rel = max(self.max_rel, rel)
         return counted
@@ -271,8 +261,8 @@ class Findings:
         reason = J.reason_text(code, obs, ref, slopes, reference_kind=self.reference_kind)
         if p.note:
             reason = f"{reason}; {p.note}" if reason else p.note
-        allowance = Allowance(j.atol, float(j.rtol_term[i]), unbounded(float(j.evidence[i])),
-                              unbounded(float(j.allowed[i])))
+        allowance = Allowance(j.atol, float(j.rtol_term[i]), J.unbounded(float(j.evidence[i])),
+                              J.unbounded(float(j.allowed[i])))
         kind = p.kind if p.kind and code in (J.OUTSIDE, J.OK) else J.KINDS[code]
         return Comparison(self.location(p.output, int(p.rows[i]), int(p.cols[i])), ref, obs, allowance,
                           J.NAMES[int(j.verdict[i])], kind, reason, self.reference_kind, slopes)

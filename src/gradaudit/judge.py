@@ -210,6 +210,19 @@ def judge(observed: torch.Tensor | float, reference: torch.Tensor | float, tol: 
     return Judged(verdict, reason, diff, tol.atol, tol.rtol, ref, evidence)
 
 
+def unbounded(value: float) -> float:
+    """A difference or bound of :func:`judge` as reported: inf where it holds the largest float (judge makes NaN and
+    +inf that with nan_to_num, so that they sort and compare). No difference of two float64 values is that large but
+    an infinite one (1e308 - (-0.8e308) overflows to inf), so it is read back as inf: records said
+    1.7976931348623157e+308 where the rows said inf."""
+    return math.inf if value >= sys.float_info.max else value
+
+
+def unbounded_tensor(t: torch.Tensor) -> torch.Tensor:
+    """:func:`unbounded` for a tensor of them (divided by an element's size, the largest float read as 6e307)."""
+    return t.masked_fill(t >= sys.float_info.max, math.inf)
+
+
 #: blocks of at most this many values may be judged in Python floats (:func:`passes`)
 SMALL = 256
 
@@ -418,9 +431,8 @@ def comparison(j: Judged, flat: int, observed: torch.Tensor, reference: torch.Te
         left, right = (float(s.expand_as(j.verdict).reshape(-1)[flat]) for s in slopes)
         pair = (left, right) if math.isfinite(left) and math.isfinite(right) else None
     one = j.take(torch.tensor([flat]))
-    big = sys.float_info.max  # (the judge's nan_to_num of an infinite bound, read back as inf: findings.unbounded)
-    allowance = Allowance(j.atol, float(one.rtol_term[0]), *(math.inf if v >= big else v for v in (
-        float(one.evidence[0]), float(one.allowed[0]))))
+    allowance = Allowance(j.atol, float(one.rtol_term[0]), unbounded(float(one.evidence[0])),
+                          unbounded(float(one.allowed[0])))
     return Comparison(location, ref, obs, allowance, NAMES[int(j.verdict.reshape(-1)[flat])],
                       kind or KINDS[code], reason_text(code, obs, ref, pair, reference_kind=reference_kind),
                       reference_kind, pair)
@@ -437,8 +449,7 @@ def summary(j: Judged, observed: torch.Tensor, reference: torch.Tensor, locate: 
     flat_v = j.verdict.reshape(-1)
     diff = j.diff.reshape(-1)
     ref = reference.detach().to(torch.float64).expand_as(j.verdict).reshape(-1)
-    big = sys.float_info.max  # (an infinite difference, which nan_to_num made the largest float, stays infinite)
-    rel = torch.where(diff == 0, torch.zeros_like(diff), diff.masked_fill(diff >= big, math.inf) / ref.abs())
+    rel = torch.where(diff == 0, torch.zeros_like(diff), unbounded_tensor(diff) / ref.abs())
     total = int(flat_v.numel())
     bad = (flat_v != PASS).nonzero().flatten()
     order = sorted(bad.tolist(), key=lambda i: (int(flat_v[i]) != FAIL, -float(diff[i])))
@@ -447,7 +458,7 @@ def summary(j: Judged, observed: torch.Tensor, reference: torch.Tensor, locate: 
     if total:
         at = int(diff.argmax())
         max_rel, where = float(rel.nan_to_num(nan=math.inf, posinf=math.inf).max()), locate(at)
-        max_abs = math.inf if float(diff[at]) >= sys.float_info.max else float(diff[at])  # (findings.unbounded)
+        max_abs = unbounded(float(diff[at]))
     else:
         max_abs, max_rel, where = 0.0, 0.0, None
     disc = Discrepancy(total, int((flat_v == FAIL).sum()), int((flat_v == INCONCLUSIVE).sum()), True, None,
