@@ -526,9 +526,7 @@ def _documented_parameters(fn: Callable[..., Any]) -> list[str]:
 
 def _generator(seed: int, stream: str) -> torch.Generator:
     """An independent random stream per use: the same call gives the same draws."""
-    import torch
-
-    return torch.Generator().manual_seed(seed * 16 + SEED_STREAMS[stream])
+    return E.seeded_generator(seed * 16 + SEED_STREAMS[stream])
 
 
 # -- the check -----------------------------------------------------------------------------------

@@ -154,9 +154,8 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
         # the entries central differences could not resolve to RESOLVE (a band's are never all resolved: see
         # _unresolved_terms); one column of one input is never confirmed again (the confirmation moved it alone)
         base = min(bases, default=EPS_POWERS["cbrt"])
-        unresolved = _unresolved_terms(problem, j, analytic, banded, tol, vs, base)
         # and those the evidence seen leaves open too (the differences accepted, columns whose entries cancel)
-        opened = _unresolved_terms(problem, j, analytic, banded, tol, vs, base, found[j].seen)
+        unresolved, opened = _unresolved_pair(problem, j, analytic, banded, tol, vs, base, found[j].seen)
         asked = asked or disagree or beyond or banded is not None or unresolved is not None or opened is not None
         noted = opened  # (the columns judged by Ridders are set to 0 in it below)
         if width < 2 and len(problem.diff) == 1:
@@ -395,7 +394,9 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
     seen = seen or []
     if (E.LEAN and banded is None and all(o.dtype == torch.float64 for o in problem.outputs)
             and sum(a.numel() for (i, _), a in analytic.items() if i == j and a is not None) <= J.SMALL):
-        return _unresolved_terms_small(problem, j, analytic, tol, vs, base, seen, summed)
+        small = _unresolved_terms_small(problem, j, analytic, tol, vs, base, seen, summed)
+        assert not isinstance(small, tuple)
+        return small
     terms = torch.full((x.numel(),), math.inf, dtype=torch.float64)
     sums = torch.zeros(x.numel(), dtype=torch.float64)  # per column, the sum of its unresolved entries' v_r J_rc
     x_size = problem.x_size(j).reshape(-1)
@@ -446,6 +447,24 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
     return _with_sums(terms, sums if summed else None)
 
 
+def _unresolved_pair(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None],
+                     banded: Band | None, tol: ToleranceUsed, vs: list[torch.Tensor], base: float,
+                     seen: list[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]
+                     ) -> tuple[torch.Tensor | list[float] | None, torch.Tensor | list[float] | None]:
+    """:func:`_unresolved_terms` on central differences' bound alone, and with the evidence *seen*: for a few float64
+    entries both in one pass over them (:func:`_unresolved_terms_small`), otherwise one call each."""
+    import torch
+
+    if (tol.default and problem.inputs[j].dtype == torch.float64 and E.LEAN and banded is None
+            and all(o.dtype == torch.float64 for o in problem.outputs)
+            and sum(a.numel() for (i, _), a in analytic.items() if i == j and a is not None) <= J.SMALL):
+        pair = _unresolved_terms_small(problem, j, analytic, tol, vs, base, seen, True, both=True)
+        assert isinstance(pair, tuple)
+        return pair
+    return (_unresolved_terms(problem, j, analytic, banded, tol, vs, base),
+            _unresolved_terms(problem, j, analytic, banded, tol, vs, base, seen))
+
+
 def _own(f: torch.Tensor) -> torch.Tensor:
     """RESOLVE |f| per output element, inf where f is 0 (an output of exactly 0 has no size of its own to resolve
     against: gelu at -11 computes -0.0, and autograd's slope of 1e-28 there is no entry any step can see)."""
@@ -473,13 +492,16 @@ def _with_sums(terms: torch.Tensor, sums: torch.Tensor | None) -> torch.Tensor |
 def _unresolved_terms_small(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None],
                             tol: ToleranceUsed, vs: list[torch.Tensor], base: float,
                             seen: list[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]],
-                            summed: bool = True) -> list[float] | None:
+                            summed: bool = True, both: bool = False
+                            ) -> list[float] | None | tuple[list[float] | None, list[float] | None]:
     """:func:`_unresolved_terms` for a few float64 entries, in Python floats (a list): the same IEEE operations
     (max(1, |v|) as x_size and f_size, NaN staying NaN as in clamp_min; a NaN entry is never picked), but for the
-    order in which a column's terms are summed (:func:`_with_sums`; rows in order here)."""
+    order in which a column's terms are summed (:func:`_with_sums`; rows in order here). *both*: the terms on central
+    differences' bound alone (no *seen*, not summed) and those of *seen*, summed, as a pair, in one pass."""
     xs = [max(abs(v), 1.0) for v in problem.inputs[j].detach().reshape(-1).tolist()]
     width = len(xs)
     terms = [math.inf] * width
+    plain = [math.inf] * width  # with *both*: the terms on central differences' bound alone
     unit = SAFETY * ROUNDING_ULPS * EPS64
     sums = [0.0] * width
     differences: dict[tuple[int, int], float] = {}  # (output, flat entry): the difference a quick stage accepted
@@ -499,6 +521,8 @@ def _unresolved_terms_small(problem: Problem, j: int, analytic: dict[tuple[int, 
             evidence = unit * rows[r] / (base * xs[c])
             seen_diff = differences.get((k, i), 0.0)
             worth = size > evidence + tol.atol + tol.rtol * size
+            if both and worth and evidence + 0.0 > RESOLVE * size:  # (as the call without *seen* adds its 0.0)
+                plain[c] = min(plain[c], max(abs(value * weights[r]), TINY_TERM))
             if ((worth and evidence + seen_diff > RESOLVE * size)
                     or (summed and not worth and size > 0
                         and size >= min(RESOLVE * values[r] if values[r] > 0 else math.inf,
@@ -506,11 +530,13 @@ def _unresolved_terms_small(problem: Problem, j: int, analytic: dict[tuple[int, 
                 term = value * weights[r]
                 terms[c] = min(terms[c], max(abs(term), TINY_TERM))
                 sums[c] += term
+    first = None if not both or all(t == math.inf for t in plain) else [0.0 if t == math.inf else t for t in plain]
     if all(t == math.inf for t in terms):
-        return None
+        return (first, None) if both else None
     if not summed:
         return [0.0 if t == math.inf else t for t in terms]
-    return [0.0 if t == math.inf else min(t, max(abs(total), TINY_TERM)) for t, total in zip(terms, sums)]
+    opened = [0.0 if t == math.inf else min(t, max(abs(total), TINY_TERM)) for t, total in zip(terms, sums)]
+    return (first, opened) if both else opened
 
 
 @dataclass
