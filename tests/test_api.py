@@ -12,6 +12,7 @@ import torch
 
 import gradaudit as ga
 from gradaudit import GradientMismatch, Tolerance
+from gradaudit import evaluate as ga_evaluate
 
 F64 = torch.float64
 
@@ -1437,6 +1438,87 @@ def test_a_one_percent_bug_in_a_model_computing_in_float32_inside_still_fails():
         res = ga.check_module(model, (x,), _weighted_sum, mode=mode)
         assert res.verdict == "fail", mode
         assert {c.location.input for c in res.mismatches if c.verdict == "fail"} & {"0.weight", "0.bias"}
+
+
+def _opaque_float32(f, df, scale=1.0):
+    """f computed in float32 inside a custom autograd.Function (the graph shows one node, float64 in and out), its
+    backward the float64 derivative *df*, off by *scale* at flat element 1."""
+    class Opaque(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return f(x.float()).to(x.dtype)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            d = (g * df(x)).clone()
+            d.view(-1)[1] *= scale
+            return d
+
+    return Opaque.apply
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+@pytest.mark.parametrize("op", ["erf_small", "log_small", "tanh_big"])
+def test_a_float32_cast_inside_a_custom_function_is_found_from_its_values(op, mode):
+    # the cast does not show on the graph (one node, float64 in and out), so the evidence was float64's: on the
+    # staircase at float32's steps a right backward FAILED (erf at [0.109, 0.158, 0.036, 0.044]: numeric 1.10269
+    # against 1.10046, allowed 2.6e-9; tanh at 3 to 9, where float32's tanh is flat: numeric 0 against -1.7e-7).
+    # Its values are float32's at the point and where every element is moved by 1.3e-5 of itself, which a float64
+    # computation's never are: the evidence has float32's precision, as for a cast the graph shows
+    f, df, lo, hi, n = {"erf_small": (torch.erf, lambda x: 2 / math.pi ** 0.5 * torch.exp(-x * x), 0.02, 0.2, 4),
+                        "log_small": (torch.log, lambda x: 1 / x, 0.02, 0.2, 20),
+                        "tanh_big": (torch.tanh, lambda x: 1 - torch.tanh(x) ** 2, 3.0, 9.0, 20)}[op]
+    x = torch.rand(n, generator=torch.Generator().manual_seed(0), dtype=torch.float32) * (hi - lo) + lo
+    res = ga.check(_opaque_float32(f, df), (x.double().requires_grad_(),), mode=mode)
+    assert res.verdict in ("pass", "inconclusive"), str(res)
+    assert any("the values of its output are float32's at the point and with every checked element moved" in note
+               for note in res.info["notes"]), res.info.get("notes")
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_a_one_percent_bug_behind_an_unseen_float32_cast_still_fails(mode):
+    x = torch.linspace(0.5, 2.0, 4, dtype=torch.float64)
+    for f, df in ((torch.tanh, lambda x: 1 - torch.tanh(x) ** 2), (torch.sin, torch.cos)):
+        res = ga.check(_opaque_float32(f, df, 1.01), (x.clone().requires_grad_(),), mode=mode)
+        assert res.verdict == "fail", str(res)
+        assert any("are float32's at the point" in note for note in res.info["notes"])
+
+
+@pytest.mark.parametrize("fn", [torch.relu, torch.abs, lambda x: x * 1.0, lambda x: torch.cat([x, x.max().reshape(1)])])
+def test_inputs_made_in_float32_and_passed_through_are_not_taken_for_a_cast(fn):
+    # values made in float32 and cast to float64 (torch.randn(5).double()) pass through relu on float32's grid; moved
+    # by 1.3e-5 of themselves they leave it, as any float64 computation's values do: no cast, float64 evidence
+    x = torch.randn(5, generator=torch.Generator().manual_seed(3)).double().requires_grad_()
+    res = ga.check(fn, (x,))
+    assert res.verdict == "pass", str(res)
+    assert not any("float32" in n for n in res.info.get("notes", []))
+
+
+def test_small_integer_values_are_a_staircase_of_their_own_not_a_cast():
+    # floor's values are integers at every point (on bfloat16's grid too): no cast is inferred from them
+    x = torch.tensor([0.3, 1.7, -2.2, 5.5], dtype=torch.float64, requires_grad=True)
+    for fn in (torch.floor, lambda x: x * 0 + 1):
+        res = ga.check(fn, (x,))
+        assert not any("grid" in n or "float32" in n or "bfloat16" in n for n in res.info.get("notes", [])), fn
+
+
+def test_on_grid_takes_only_values_with_float32s_own_precision_for_float32s():
+    on_grid = ga_evaluate.on_grid
+    made = torch.randn(8, generator=torch.Generator().manual_seed(0))  # float32 values, 24 significant bits
+    assert on_grid(made.double()) == torch.float32
+    assert on_grid(torch.cat([made.double(), torch.ones(3, dtype=torch.float64)])) == torch.float32  # 1.0: saturated
+    assert on_grid(made.double() + 2 ** -40) is None  # moved off the grid, as a float64 computation's values are
+    assert on_grid(torch.tensor([0.1], dtype=torch.float64)) is None  # 0.1 in float64 is not a float32
+    assert on_grid(torch.tensor([1.0, 0.5, -2.0, 3.0], dtype=torch.float64)) is None  # round values say nothing
+    # (1 + 1e-12 sin x) - 1: multiples of 2^-52, each a float32 of at most 13 significant bits (its own quantum)
+    assert on_grid(torch.tensor([2166.0, 3632.0, -1136.5, -2717.0, 3584.0], dtype=torch.float64) * 2 ** -52) is None
+    assert on_grid(torch.cat([made.double(), torch.tensor([math.inf], dtype=torch.float64)])) is None
+    assert on_grid(torch.tensor([1e39], dtype=torch.float64)) is None  # beyond float32's range
+    assert on_grid(made) is None  # only float64 values are asked about
+    assert on_grid(torch.zeros(0, dtype=torch.float64)) is None
+    assert on_grid(torch.zeros(3, dtype=torch.float64)) is None
 
 
 def test_a_float64_function_without_a_cast_inside_keeps_float64_evidence():

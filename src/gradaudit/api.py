@@ -318,6 +318,8 @@ def _first_calls(problem: Problem) -> None:
     precise = min((torch.finfo(problem.inputs[j].dtype).eps for j in problem.diff
                    if problem.inputs[j].is_floating_point()), default=None)
     inner = E.computed_in(outs, [leaves[j] for j in problem.diff], precise) if precise is not None else []
+    if precise is not None and precise < torch.finfo(torch.float32).eps:
+        inner = _opaque_casts(problem, outs, inner)
     low: list[Any] = []
     limits = E.NARROW_RANGE
     for o, found in zip(outs, inner):
@@ -341,9 +343,13 @@ def _first_calls(problem: Problem) -> None:
         name = str(dtype).removeprefix("torch.")
         outputs = ("its output" if len(outs) == 1
                    else f"output{'s' if len(which) > 1 else ''} {', '.join(map(str, which))}")
+        seen = (f"its graph holds {node} in {name} between the checked inputs and {outputs}: a cast such as "
+                "x.float()" if node != GRID else
+                f"the values of {outputs} are {name}'s at the point and with every checked element moved by "
+                f"{E.GRID_PROBE:g} of itself, which a float64 computation's are not: a cast the graph does not show, "
+                "inside a custom autograd.Function or an extension")
         problem.notes.append(
-            f"{INNER_NOTE}{name} inside (its graph holds {node} in {name} between the checked inputs "
-            f"and {outputs}: a cast such as x.float()): those values have {name}'s precision, whatever dtype it "
+            f"{INNER_NOTE}{name} inside ({seen}): those values have {name}'s precision, whatever dtype it "
             f"returns, so {outputs} were taken in {name} and the evidence has {name}'s precision (a staircase at "
             f"{name}'s steps: where finite differences cannot resolve an entry, it is inconclusive, not failed)")
     problem.outputs = _outputs(outs)
@@ -390,6 +396,40 @@ def _first_calls(problem: Problem) -> None:
                 f"flat element {at}), although every evaluation started from the same torch random state. "
                 "A gradient check needs a function of its inputs alone: remove other sources of randomness "
                 "(Python's random, numpy, time) or fix them inside the function"))
+
+
+GRID = "its values"  # (in place of a graph node: the outputs found on a coarse grid, _opaque_casts)
+
+
+def _opaque_casts(problem: Problem, outs: list[Any], inner: list[Any]) -> list[Any]:
+    """:func:`evaluate.computed_in`'s findings, with the float64 outputs whose values are float32's, with float32's own
+    precision (:func:`evaluate.on_grid`), at the point and where every checked element is moved by GRID_PROBE of
+    itself (one more evaluation, only where the point's values are float32's): a cast to float32 inside a custom
+    autograd.Function's forward, or in an extension, does not show on the graph, and its staircase FAILED a right
+    backward (11 to 19 of 116 float32 functions) where the same cast seen on the graph is judged at float32's
+    precision. A float64 computation's value is almost never a float32; inputs made in float32 and passed through
+    (relu) are at the point, and leave float32's grid when moved. Where the function fails with gradients off,
+    nothing is found."""
+    import torch
+
+    grids = [None if found is not None else E.on_grid(o) for o, found in zip(outs, inner)]
+    if all(g is None for g in grids):
+        return inner
+    moved = [x.detach() * (1.0 + E.GRID_PROBE) if i in problem.diff and torch.is_tensor(x) and x.is_floating_point()
+             else x for i, x in enumerate(problem.inputs)]
+    problem.side_evaluations += 1
+    try:
+        with E.GradMode(False):
+            there = problem.call(*moved)
+    except EvaluationError:
+        return inner
+    found = list(inner) if inner else [None] * len(outs)
+    for k, (o, grid) in enumerate(zip(outs, grids)):
+        if grid is None or k >= len(there) or not torch.is_tensor(there[k]) or there[k].shape != o.shape:
+            continue
+        if E.on_grid(there[k]) is not None:  # float32's there too (not a float64 computation's values)
+            found[k] = (grid, GRID)
+    return found
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:

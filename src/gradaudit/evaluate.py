@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import array
 import contextlib
+import ctypes
 import functools
 import math
+import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -274,6 +276,45 @@ def narrowed(outs: list[Any], dtypes: Sequence[Any]) -> list[Any]:
 #: the float32 range within which an output may be rounded to it: well inside its normal numbers, so that the
 #: rounding neither overflows nor underflows (1e40 x + tanh(x.float()) would read inf, 1e-45 x ... a subnormal)
 NARROW_RANGE = (1e-30, 1e30)
+
+
+#: the relative move of every checked input element at which an output on float32's grid is confirmed (:func:`on_grid`):
+#: not a power of two, so a float64 computation's outputs there leave float32's grid
+GRID_PROBE = 1.3e-5
+_FLOAT32 = struct.Struct("f")
+ROUND_ZEROS = 16  # a float32 with at least this many trailing zeros in its 24-bit mantissa says nothing (1.0, 0.75, 3)
+FULL_ZEROS = 2  # at most this many: float32's full precision (7 in 8 of its values; half of them must be)
+
+
+def on_grid(values: Any) -> Any:
+    """torch.float32 where every element of the float64 CPU tensor *values* is finite and exactly a float32, and
+    they use float32's precision: a float64 computation's value is almost never a float32, and float32's own carry
+    24 significant bits, the last few zero by chance (at most FULL_ZEROS trailing zeros for 7 in 8 of them: half of
+    those with more than 8 significant bits must). Values that are multiples of one coarse quantum are not taken
+    for float32's: small integers (floor), or a small term absorbed into a large one ((1 + 1e-12 sin x) - 1 moves
+    in stairs of 2^-52, every value a few thousand of them, 13 bits), whose rounding is that quantum, not float32's
+    relative one (taken for float32's, a right backward FAILED on that finer model). None otherwise. A screen on the
+    first element first."""
+    import torch
+
+    if (type(values) is not torch.Tensor or values.dtype != torch.float64 or values.layout != torch.strided
+            or not values.is_cpu or not values.numel()):
+        return None
+    first = ctypes.c_double.from_address(values.data_ptr()).value  # element [0, ...] (a sign bit is no matter)
+    try:
+        if _FLOAT32.unpack(_FLOAT32.pack(first))[0] != first:  # (NaN: never equal; inf: the check below)
+            return None
+    except OverflowError:  # beyond float32's range
+        return None
+    flat = values.detach().reshape(-1)
+    if not bool(torch.isfinite(flat).all()) or not torch.equal(flat.to(torch.float32).to(torch.float64), flat):
+        return None
+    mantissa = (torch.frexp(flat).mantissa.abs() * 2.0 ** 24).to(torch.int64)  # 24-bit integers (0 for 0): exact
+    lowest = mantissa & -mantissa  # the lowest set bit, 2^(trailing zeros); 0 for 0
+    telling = lowest[(lowest > 0) & (lowest < 2 ** ROUND_ZEROS)]  # values with more than 8 significant bits
+    if not telling.numel() or 2 * int((telling <= 2 ** FULL_ZEROS).sum()) < telling.numel():
+        return None
+    return torch.float32
 
 
 def computed_in(outs: Sequence[Any], leaves: Sequence[Any], eps: float) -> list[tuple[Any, str] | None]:
