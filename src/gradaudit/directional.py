@@ -61,6 +61,7 @@ QUICK_STEP = 7e-4  # about eps^(1/5): Richardson's best step in float64 (BENCH_A
 #: ones cross the poles and kinks the one-sided slopes do not see (tan 0.02 from its pole, abs at 0.004: right
 #: backwards FAILED from 0.1)
 QUICK_STEP_FLOAT32 = 0.039
+CONVERGED = 1e-3  # how far apart (relative) the float32 quick stages at h and 3h/4 may be to stand against Ridders
 HALVINGS = 4  # the quick stage's steps halved at most this many times (worth_halving) before Ridders
 SPLIT = 1e-6  # a projection resolves an element when its allowance is at most this fraction of the element's term
 #: how far the remainder of Richardson's extrapolation may exceed numeric.truncation's geometric model where one
@@ -405,18 +406,49 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     shown = analytic  # the autograd value the verdict compares (the moved output elements' share: _still)
     clash = False  # Ridders from smaller steps disagreed with the larger ones' estimate beyond its bound
     pair = None  # the one-sided slopes, where measured
-    quick = quick_stage(phi_many, scale, perturbation, quick_step(precision))
+    def quick_halved(step: float) -> tuple[Quick, Stage]:
+        """The quick stage at *step*, taken again at h/2, h/4, ... where only its truncation estimate kept it from
+        accepting."""
+        q = quick_stage(phi_many, scale, perturbation, step)
+        st = _stage(obs, q.value, tol, observed_bound=dot_rounding, reference_bound=q.err, scale=q.natural,
+                    precision=precision)
+        for left in range(HALVINGS, 0, -1):
+            if settled(st, q.trunc) or not worth_halving(st, q, left):
+                break
+            q = halved(phi_many, q, scale, perturbation)
+            st = _stage(obs, q.value, tol, observed_bound=dot_rounding, reference_bound=q.err, scale=q.natural,
+                        precision=precision)
+        return q, st
+
+    quick, stage = quick_halved(quick_step(precision))
+    spent = 0  # the evaluations of a float32 quick stage set aside
+    # (float32 inputs) a rejection at the float32 step, beyond 16 times its truncation estimate, that a second quick
+    # stage at 3/4 of those steps repeats within both their bounds: finer evidence than Ridders' from 1e-2, whose
+    # quotients round at float32's eps / h. A kink inside the steps moves the estimate as 1/h (huber's, 1e-3 wide:
+    # halving the steps doubled it), and steps of a whole period read a flat function (sin at 161: 0.039 * 161 =
+    # 2 pi) at h, h/2 and 2h alike, not at 3/4 of them. Anything else the float32 step leaves open goes the float64
+    # step's way, as before it (cdist of points 5e-4 apart: its cone's tip inside the float32 steps, and Ridders from
+    # 1e-2 across it FAILED a right backward). The two must also agree to CONVERGED of their value: across huber's
+    # kinks at +-1e-3 a projection's estimates were 2e-4 and 25% apart, within their bounds of 4.5e-5
+    confirmed: tuple[Quick, float] | None = None
+    if precision in ("float32", "complex64") and not settled(stage, quick.trunc):
+        if (stage.judged is None and math.isfinite(quick.trunc) and math.isfinite(quick.value)
+                and stage.diff > stage.allowed + 16 * quick.trunc):
+            three_quarters = quick_stage(phi_many, scale, perturbation, 0.75 * quick_step(precision))
+            spent += three_quarters.evaluations
+            bounds = []
+            for stage_ in (quick, three_quarters):
+                noise = _measured(phi_many, {"error_bound": stage_.err + stage_.trunc}, stage_.h)
+                bounds.append(stage_.err + stage_.trunc if noise is None else noise)
+            apart = abs(three_quarters.value - quick.value)
+            if math.isfinite(apart) and apart <= sum(bounds) and apart <= CONVERGED * abs(quick.value):
+                confirmed = (quick, max(bounds))
+        if confirmed is None:
+            spent += quick.evaluations
+            quick, stage = quick_halved(QUICK_STEP)
     # the outputs' own rounding in the quick stage's bound, SAFETY times: what any projection moving the same
     # outputs at these steps carries, however it moves the inputs (full mode's confirmation along a few columns)
     floor = SAFETY * 1.5 * EPS64 * _unit(phi_many) * quick.size / quick.h
-    stage = _stage(obs, quick.value, tol, observed_bound=dot_rounding, reference_bound=quick.err,
-                   scale=quick.natural, precision=precision)
-    for left in range(HALVINGS, 0, -1):
-        if settled(stage, quick.trunc) or not worth_halving(stage, quick, left):
-            break
-        quick = halved(phi_many, quick, scale, perturbation)
-        stage = _stage(obs, quick.value, tol, observed_bound=dot_rounding, reference_bound=quick.err,
-                       scale=quick.natural, precision=precision)
     still = getattr(phi_many, "still", None)  # (along part of an input: _still)
     moved_share: tuple[float, float, float] | None = None
     if stage.judged is None and still is not None:
@@ -434,14 +466,8 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
             else:
                 moved_share = None
     natural = quick.natural
-    # float32 inputs: a quick stage that disagrees beyond 16 times its truncation estimate, on its rounding bound at
-    # its own step, is finer evidence than Ridders' from 1e-2, whose quotients round at float32's eps / h
-    rejected = (precision in ("float32", "complex64") and stage.judged is None and moved_share is None
-                and math.isfinite(quick.trunc) and math.isfinite(quick.value)
-                and stage.diff > stage.allowed + 16 * quick.trunc)
-    rejecting = quick
     result: dict[str, Any] = {"numeric": quick.value, "error_bound": quick.err, "scheme": _scheme(quick),
-                              "evaluations": quick.evaluations, "rounding_floor": floor}
+                              "evaluations": quick.evaluations + spent, "rounding_floor": floor}
     if moved_share is not None:
         result.update(autograd_unmoved=moved_share[0], autograd_moved=moved_share[1], unmoved_bound=moved_share[2])
     if stage.judged is not None and settled(stage, quick.trunc):
@@ -457,8 +483,8 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
         judged = J.judge(obs, numeric, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
                          precision=precision)
         # (Ridders' larger steps round finer than the quick stage's: no floor is claimed from them)
-        result = {"numeric": numeric, "error_bound": err, "scheme": "ridders", "evaluations": quick.evaluations + used,
-                  "rounding_floor": 0.0}
+        result = {"numeric": numeric, "error_bound": err, "scheme": "ridders",
+                  "evaluations": quick.evaluations + used + spent, "rounding_floor": 0.0}
         first = (numeric, err, h0)  # the largest steps' estimate: a staircase's quanta grow as 1 / h below them
         pair = None
         shrinks = 0
@@ -553,21 +579,16 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                 if int(redo.verdict) != J.FAIL:
                     judged, shown = redo, shares[1]
                     result.update(autograd_unmoved=shares[0], autograd_moved=shares[1], unmoved_bound=shares[2])
-    if rejected and int(judged.verdict) != J.FAIL:
-        # confirmed at half the steps (2 evaluations): both reject and agree with each other within their bounds (a
-        # kink or a pole inside the larger steps moves the estimate; elu crossed at 0.03 failed a right backward)
-        halves = halved(phi_many, rejecting, scale, perturbation)
-        result["evaluations"] += 2
-        noise = _measured(phi_many, {"error_bound": halves.err + halves.trunc}, halves.h)
-        bound = max(rejecting.err + rejecting.trunc, halves.err + halves.trunc if noise is None else noise)
-        if (bound < result["error_bound"] and math.isfinite(halves.value)
-                and abs(halves.value - rejecting.value) <= SAFETY * bound):
-            # the finer evidence decides: a backward 1% off at one of 4 elements of a float32-only sigmoid passed on
-            # Ridders' bound of 3e-4, where the quick stage's, 1e-5, rejected it
-            judged = J.judge(obs, halves.value, tol, observed_bound=dot_rounding, reference_bound=bound,
-                             scale=natural, slopes=pair, precision=precision)
-            result.update(numeric=halves.value, error_bound=bound,
-                          scheme=f"{_scheme(halves)} (finer than Ridders' from 1e-2 on float32 inputs)")
+    if confirmed is not None and moved_share is None and int(judged.verdict) != J.FAIL and confirmed[1] < result[
+            "error_bound"]:
+        # the finer evidence decides: a backward 1% off at one of 4 elements of a float32-only sigmoid passed on
+        # Ridders' bound of 3e-4, where the quick stages', 1e-5, rejected it
+        rejecting, bound = confirmed
+        judged = J.judge(obs, rejecting.value, tol, observed_bound=dot_rounding, reference_bound=bound, scale=natural,
+                         slopes=pair, precision=precision)
+        result.update(numeric=rejecting.value, error_bound=bound,
+                      scheme=f"{_scheme(rejecting)}, and again at 3/4 of the steps (finer than Ridders' from 1e-2 on "
+                             "float32 inputs)")
     coarse = _unresolved(judged, result["error_bound"], result["numeric"], tol, precision)
     # a pass whose bound holds the value itself, which is not 0: judged absolutely, against the derivative's natural
     # size, unless the slopes show a staircase
