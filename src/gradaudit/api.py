@@ -319,7 +319,7 @@ def _first_calls(problem: Problem) -> None:
                    if problem.inputs[j].is_floating_point()), default=None)
     inner = E.computed_in(outs, [leaves[j] for j in problem.diff], precise) if precise is not None else []
     if precise is not None and precise < torch.finfo(torch.float32).eps:
-        inner = _opaque_casts(problem, outs, inner)
+        inner = _opaque_casts(problem, outs, inner, [leaves[j] for j in problem.diff])
     low: list[Any] = []
     limits = E.NARROW_RANGE
     for o, found in zip(outs, inner):
@@ -401,7 +401,22 @@ def _first_calls(problem: Problem) -> None:
 GRID = "its values"  # (in place of a graph node: the outputs found on a coarse grid, _opaque_casts)
 
 
-def _opaque_casts(problem: Problem, outs: list[Any], inner: list[Any]) -> list[Any]:
+def _reaches(out: Any, leaves: Sequence[Any]) -> bool:
+    """Whether *out*'s autograd graph reaches one of the *leaves* (their AccumulateGrad nodes)."""
+    ids = {id(t) for t in leaves}
+    stack, seen = [getattr(out, "grad_fn", None)], set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if id(getattr(node, "variable", None)) in ids:
+            return True
+        stack.extend(n for n, _ in getattr(node, "next_functions", ()))
+    return False
+
+
+def _opaque_casts(problem: Problem, outs: list[Any], inner: list[Any], checked: Sequence[Any]) -> list[Any]:
     """:func:`evaluate.computed_in`'s findings, with the float64 outputs whose values are float32's, with float32's own
     precision (:func:`evaluate.on_grid`), at the point and where every checked element is moved by GRID_PROBE of
     itself (one more evaluation, only where the point's values are float32's): a cast to float32 inside a custom
@@ -429,12 +444,20 @@ def _opaque_casts(problem: Problem, outs: list[Any], inner: list[Any]) -> list[A
     for k, (o, grid) in enumerate(zip(outs, grids)):
         if grid is None or k >= len(there) or not torch.is_tensor(there[k]) or there[k].shape != o.shape:
             continue
-        # the values that moved are float32's there too (not a float64 computation's); one that did not move says
-        # nothing (a bias made in float32, an output the checked inputs do not reach: nn.Linear at x = 0 was taken
-        # for a float32 computation, and its bugs went from FAIL to inconclusive)
+        # the values that moved are float32's there too (not a float64 computation's). Where none moved (float32's
+        # stairs wider than the probe: tanh or erf saturated), the values are asked about only for an output the
+        # checked inputs reach on the graph: a constant made in float32 (a bias, an output of other parameters) is no
+        # float32 computation of them, and taken for one its bugs went from FAIL to inconclusive (a reviewer's find)
         b = there[k].detach()
-        moved_values = b[(b != o.detach()) & torch.isfinite(b)] if b.dtype == torch.float64 else b[:0]
-        if moved_values.numel() and E.on_grid(moved_values) is not None:
+        if b.dtype != torch.float64:
+            continue
+        a = o.detach()
+        moved_values = b[(b != a) & torch.isfinite(b)]
+        if moved_values.numel():
+            # (with the point's values: a few that moved may carry trailing zeros by chance, tanh's 1 - 2912 2^-24)
+            if E.on_grid(torch.cat([a.reshape(-1), moved_values])) is not None:
+                found[k] = (grid, GRID)
+        elif E.on_grid(b) is not None and _reaches(o, checked):
             found[k] = (grid, GRID)
     return found
 
