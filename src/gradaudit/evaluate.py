@@ -284,6 +284,7 @@ GRID_PROBE = 1.3e-5
 _FLOAT32 = struct.Struct("f")
 ROUND_ZEROS = 16  # a float32 with at least this many trailing zeros in its 24-bit mantissa says nothing (1.0, 0.75, 3)
 FULL_ZEROS = 2  # at most this many: float32's full precision (7 in 8 of its values; half of them must be)
+SMALL_GRID = 64  # values asked about in Python floats up to this many
 
 
 def on_grid(values: Any) -> Any:
@@ -308,6 +309,21 @@ def on_grid(values: Any) -> Any:
         return None
     flat = values.detach().reshape(-1)
     pack, unpack = _FLOAT32.pack, _FLOAT32.unpack
+    if flat.numel() <= SMALL_GRID:  # in Python floats (the tensor path's small-tensor operations cost more)
+        lowest = []
+        try:
+            for v in flat.tolist():
+                if unpack(pack(v))[0] != v or not math.isfinite(v):  # (NaN: never equal)
+                    return None
+                if v:
+                    bits = int(abs(math.frexp(v)[0]) * 2.0 ** 24)  # a 24-bit integer: exact
+                    lowest.append(bits & -bits)
+        except OverflowError:  # beyond float32's range
+            return None
+        telling = [b for b in lowest if b < 2 ** ROUND_ZEROS]
+        if not telling or 2 * sum(b <= 2 ** FULL_ZEROS for b in telling) < len(telling):
+            return None
+        return torch.float32
     try:  # the first 8 next (an output that starts with 0, relu's or a mask's, passes the first screen)
         if any(unpack(pack(v))[0] != v for v in flat[:8].tolist()):
             return None
@@ -316,9 +332,9 @@ def on_grid(values: Any) -> Any:
     if not bool(torch.isfinite(flat).all()) or not torch.equal(flat.to(torch.float32).to(torch.float64), flat):
         return None
     mantissa = (torch.frexp(flat).mantissa.abs() * 2.0 ** 24).to(torch.int64)  # 24-bit integers (0 for 0): exact
-    lowest = mantissa & -mantissa  # the lowest set bit, 2^(trailing zeros); 0 for 0
-    telling = lowest[(lowest > 0) & (lowest < 2 ** ROUND_ZEROS)]  # values with more than 8 significant bits
-    if not telling.numel() or 2 * int((telling <= 2 ** FULL_ZEROS).sum()) < telling.numel():
+    lowest_t = mantissa & -mantissa  # the lowest set bit, 2^(trailing zeros); 0 for 0
+    telling_t = lowest_t[(lowest_t > 0) & (lowest_t < 2 ** ROUND_ZEROS)]  # values with more than 8 significant bits
+    if not telling_t.numel() or 2 * int((telling_t <= 2 ** FULL_ZEROS).sum()) < telling_t.numel():
         return None
     return torch.float32
 
