@@ -318,8 +318,10 @@ def _first_calls(problem: Problem) -> None:
     precise = min((torch.finfo(problem.inputs[j].dtype).eps for j in problem.diff
                    if problem.inputs[j].is_floating_point()), default=None)
     inner = E.computed_in(outs, [leaves[j] for j in problem.diff], precise) if precise is not None else []
-    if precise is not None and precise < torch.finfo(torch.float32).eps:
-        inner = _opaque_casts(problem, outs, inner, [leaves[j] for j in problem.diff])
+    if precise is not None and precise < EPS32:  # float64 evidence: a cast the graph does not show, from the values
+        grids = [None if found is not None else E.on_grid(o) for o, found in zip(outs, inner)]
+        if any(g is not None for g in grids):
+            inner = _opaque_casts(problem, outs, inner, grids, [leaves[j] for j in problem.diff])
     low: list[Any] = []
     limits = E.NARROW_RANGE
     for o, found in zip(outs, inner):
@@ -399,6 +401,7 @@ def _first_calls(problem: Problem) -> None:
 
 
 GRID = "its values"  # (in place of a graph node: the outputs found on a coarse grid, _opaque_casts)
+EPS32 = 2.0 ** -23  # float32's eps
 
 
 def _reaches(out: Any, leaves: Sequence[Any]) -> bool:
@@ -416,7 +419,8 @@ def _reaches(out: Any, leaves: Sequence[Any]) -> bool:
     return False
 
 
-def _opaque_casts(problem: Problem, outs: list[Any], inner: list[Any], checked: Sequence[Any]) -> list[Any]:
+def _opaque_casts(problem: Problem, outs: list[Any], inner: list[Any], grids: list[Any], checked: Sequence[Any]
+                  ) -> list[Any]:
     """:func:`evaluate.computed_in`'s findings, with the float64 outputs whose values are float32's, with float32's own
     precision (:func:`evaluate.on_grid`), at the point and where every checked element is moved by GRID_PROBE of
     itself (one more evaluation, only where the point's values are float32's): a cast to float32 inside a custom
@@ -424,12 +428,9 @@ def _opaque_casts(problem: Problem, outs: list[Any], inner: list[Any], checked: 
     backward (11 to 19 of 116 float32 functions) where the same cast seen on the graph is judged at float32's
     precision. A float64 computation's value is almost never a float32; inputs made in float32 and passed through
     (relu) are at the point, and leave float32's grid when moved. Where the function fails with gradients off,
-    nothing is found."""
+    nothing is found. *grids*: on_grid of each output at the point; *checked*: the checked inputs' leaves."""
     import torch
 
-    grids = [None if found is not None else E.on_grid(o) for o, found in zip(outs, inner)]
-    if all(g is None for g in grids):
-        return inner
     # every checked element moved by GRID_PROBE of itself (a zero by GRID_PROBE: it would not move)
     moved = [torch.where(x == 0, E.GRID_PROBE, x.detach() * (1.0 + E.GRID_PROBE))
              if i in problem.diff and torch.is_tensor(x) and x.is_floating_point() else x
