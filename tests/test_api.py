@@ -1521,6 +1521,15 @@ def test_on_grid_takes_only_values_with_float32s_own_precision_for_float32s():
     assert on_grid(made) is None  # only float64 values are asked about
     assert on_grid(torch.zeros(0, dtype=torch.float64)) is None
     assert on_grid(torch.zeros(3, dtype=torch.float64)) is None
+    # over SMALL_GRID values the same rule on tensors: float32's own, moved off, a quantum's multiples, a 0.1 among them
+    many = torch.randn(200, generator=torch.Generator().manual_seed(1)).double()
+    assert many.numel() > ga_evaluate.SMALL_GRID
+    assert on_grid(many) == torch.float32
+    assert on_grid(torch.cat([torch.zeros(10, dtype=torch.float64), many])) == torch.float32  # (0 first: screened on)
+    assert on_grid(many + 2 ** -40) is None
+    assert on_grid(torch.arange(1, 201, dtype=torch.float64) * 2 ** -52) is None  # at most 8 significant bits
+    assert on_grid(torch.cat([many, torch.tensor([0.1], dtype=torch.float64)])) is None
+    assert on_grid(torch.cat([many, torch.tensor([math.nan], dtype=torch.float64)])) is None
 
 
 def test_a_float64_function_without_a_cast_inside_keeps_float64_evidence():
@@ -1854,23 +1863,29 @@ def test_the_message_of_an_exception_class_defined_in_a_function_is_said_once():
     assert text.count("Local: a local class's message") == 1
 
 
-def _float32_only(f, df, scale):
-    """f on float32 inputs only (float64 is refused: the check runs on float32 evidence), its backward the float64
-    derivative *df* rounded to float32, off by *scale* at element 1."""
+def _float32_only(f, df=None, scale=1.0):
+    """f(*xs) on float32 inputs only (float64 is refused: the check runs on float32 evidence), its backward the float64
+    derivative *df* (one input) or autograd's in float64 (*df* None), rounded to float32; off by *scale* at flat
+    element 1 of the first input's gradient."""
     class Float32Only(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, x):
-            if x.dtype != torch.float32:
+        def forward(ctx, *xs):
+            if any(x.dtype != torch.float32 for x in xs):
                 raise TypeError("float32 only")
-            ctx.save_for_backward(x)
-            return f(x)
+            ctx.save_for_backward(*xs)
+            return f(*xs)
 
         @staticmethod
         def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            d = (g.double() * df(x.double())).clone()
-            d[1] *= scale
-            return d.to(x.dtype)
+            xs = [x.double().requires_grad_() for x in ctx.saved_tensors]
+            if df is not None:
+                grads = [g.double() * df(xs[0].detach())]
+            else:
+                with torch.enable_grad():
+                    grads = list(torch.autograd.grad(f(*xs), xs, g.double()))
+            grads[0] = grads[0].clone()
+            grads[0].view(-1)[1] *= scale
+            return tuple(d.to(torch.float32) for d in grads)
 
     return Float32Only.apply
 
@@ -1893,26 +1908,6 @@ def test_a_one_percent_bug_of_a_float32_only_function_fails_directional_mode(nam
         assert wrong.verdict == "fail", str(wrong)
 
 
-def _float32_only_of(f):
-    """f(*xs) on float32 inputs only, its backward autograd's in float64 rounded to float32."""
-    class Float32Only(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, *xs):
-            if any(x.dtype != torch.float32 for x in xs):
-                raise TypeError("float32 only")
-            ctx.save_for_backward(*xs)
-            return f(*xs)
-
-        @staticmethod
-        def backward(ctx, g):
-            xs = [x.double().requires_grad_() for x in ctx.saved_tensors]
-            with torch.enable_grad():
-                grads = torch.autograd.grad(f(*xs), xs, g.double())
-            return tuple(d.to(torch.float32) for d in grads)
-
-    return Float32Only.apply
-
-
 def test_a_float32_quick_stage_across_a_kink_or_a_period_does_not_fail_a_right_backward():
     # float32 inputs get quick steps of 0.039 max(1, |x|): across a kink the estimate moves as 1/h, and steps of a
     # whole period read a flat function. A rejection there stood against Ridders' coarser bound and FAILED right
@@ -1924,16 +1919,16 @@ def test_a_float32_quick_stage_across_a_kink_or_a_period_does_not_fail_a_right_b
     cases = []
     for seed in range(3):
         x = torch.rand(5, generator=torch.Generator().manual_seed(seed)) * 0.04 + 0.01
-        cases.append((_float32_only_of(F.elu), (x,)))
+        cases.append((_float32_only(F.elu), (x,)))
     x = (torch.rand(4, generator=torch.Generator().manual_seed(4)) - 0.5) * 0.06  # huber's kinks at +-1e-3
-    cases.append((_float32_only_of(lambda x: F.huber_loss(x, torch.zeros_like(x), delta=1e-3, reduction="none")),
+    cases.append((_float32_only(lambda x: F.huber_loss(x, torch.zeros_like(x), delta=1e-3, reduction="none")),
                   (x,)))
     g = torch.Generator().manual_seed(3)
     a = (torch.rand(4, generator=g) - 0.5) * 0.1
     torch.rand(4, generator=g)
     b = a + (torch.rand(4, generator=g) - 0.5) * 1e-3  # the cone's tip 5e-4 away
-    cases.append((_float32_only_of(lambda a, b: torch.cdist(a.reshape(2, 2), b.reshape(2, 2))), (a, b)))
-    cases.append((_float32_only_of(torch.sin), (torch.tensor([161.10731556870735]),)))
+    cases.append((_float32_only(lambda a, b: torch.cdist(a.reshape(2, 2), b.reshape(2, 2))), (a, b)))
+    cases.append((_float32_only(torch.sin), (torch.tensor([161.10731556870735]),)))
     for fn, xs in cases:
         res = ga.check(fn, tuple(x.clone().requires_grad_() for x in xs), mode="directional")
         assert res.verdict != "fail", str(res)

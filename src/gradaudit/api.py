@@ -318,7 +318,7 @@ def _first_calls(problem: Problem) -> None:
     precise = min((torch.finfo(problem.inputs[j].dtype).eps for j in problem.diff
                    if problem.inputs[j].is_floating_point()), default=None)
     inner = E.computed_in(outs, [leaves[j] for j in problem.diff], precise) if precise is not None else []
-    if precise is not None and precise < EPS32:  # float64 evidence: a cast the graph does not show, from the values
+    if precise is not None and precise < E.EPS32:  # float64 evidence: a cast the graph does not show, from the values
         grids = [None if found is not None else E.on_grid(o) for o, found in zip(outs, inner)]
         if any(g is not None for g in grids):
             inner = _opaque_casts(problem, outs, inner, grids, [leaves[j] for j in problem.diff])
@@ -401,7 +401,6 @@ def _first_calls(problem: Problem) -> None:
 
 
 GRID = "its values"  # (in place of a graph node: the outputs found on a coarse grid, _opaque_casts)
-EPS32 = 2.0 ** -23  # float32's eps
 
 
 def _reaches(out: Any, leaves: Sequence[Any]) -> bool:

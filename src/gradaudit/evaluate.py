@@ -282,6 +282,7 @@ NARROW_RANGE = (1e-30, 1e30)
 #: not a power of two, so a float64 computation's outputs there leave float32's grid
 GRID_PROBE = 1.3e-5
 _FLOAT32 = struct.Struct("f")
+EPS32 = 1.1920928955078125e-07  # float32's eps
 ROUND_ZEROS = 16  # a float32 with at least this many trailing zeros in its 24-bit mantissa says nothing (1.0, 0.75, 3)
 FULL_ZEROS = 2  # at most this many: float32's full precision (7 in 8 of its values; half of them must be)
 SMALL_GRID = 64  # values asked about in Python floats up to this many

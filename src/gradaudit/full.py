@@ -290,7 +290,6 @@ def _count_unresolved(terms: torch.Tensor | list[float], fixed: torch.Tensor | N
 
 
 EPS64 = 2.220446049250313e-16  # float64 machine epsilon, as torch.finfo(torch.float64).eps
-EPS32 = 1.1920928955078125e-07  # float32's
 
 
 def _unresolved_entries(size: torch.Tensor, evidence: torch.Tensor, tol: ToleranceUsed,
@@ -1194,7 +1193,7 @@ def _banded(problem: Problem, gen: torch.Generator, info: Info) -> Band | None:
     j, k = problem.diff[0], 0
     x, out = problem.inputs[j], problem.outputs[0]
     n, m = x.numel(), out.numel()
-    if n != m or n < 16 or torch.finfo(x.dtype).eps > EPS32:
+    if n != m or n < 16 or torch.finfo(x.dtype).eps > E.EPS32:
         # (in bfloat16 or float16 evidence STRUCTURE_ULPS ulps are half the values: both draws agreed on a diagonal
         # for log_softmax's 5 x 5 blocks, and the check showed band entries as autograd's and FAILED it)
         return None
