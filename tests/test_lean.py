@@ -158,6 +158,20 @@ def test_the_lean_path_gives_the_general_paths_result(case, mode, seed, monkeypa
     assert lean == general
 
 
+@pytest.mark.parametrize("make", [
+    lambda: torch.tensor(0.25, dtype=F64), lambda: torch.tensor([0.5, -0.0, float("nan")], dtype=F64),
+    lambda: torch.arange(12, dtype=F64).reshape(3, 4), lambda: torch.arange(24, dtype=torch.float32).reshape(2, 3, 4),
+    lambda: torch.arange(10, dtype=F64)[::3], lambda: torch.arange(6, dtype=F64).reshape(2, 3).T,
+    lambda: torch.tensor([True, False]), lambda: torch.tensor([[1, 2], [3, 4]]), lambda: torch.tensor([1 + 2j, -3j]),
+    lambda: torch.tensor([[0.1, 0.2]], dtype=F64, requires_grad=True) * 3, lambda: torch.empty(0, 3, dtype=F64),
+    lambda: torch.tensor([1.5, 2.5], dtype=torch.bfloat16)])
+def test_flat_list_reads_what_reshape_and_tolist_read(make):
+    x = make()
+    got, want = evaluate.flat_list(x), x.detach().reshape(-1).tolist()
+    assert [type(v) for v in got] == [type(v) for v in want]
+    assert repr(got) == repr(want)  # (NaN and -0.0 included)
+
+
 def test_the_planted_bugs_fail_on_the_lean_path():
     """The differential test above is only worth something if the cases it compares decide something: the
     planted bugs fail on the lean path (and so, by the test above, on the general path too)."""

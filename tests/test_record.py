@@ -66,6 +66,23 @@ def test_round_trip_of_every_field():
     assert back.discrepancy.max_abs == float("inf") and back.evidence.steps == (1e-3,)
 
 
+def test_the_fast_constructor_makes_the_constructors_record():
+    """Record._make (ga.check's hot path) sets the fields at once: the same record as Record(...), frozen, with a
+    details dict of its own, and the constructor's error for a field that does not exist."""
+    import dataclasses
+
+    given = {f.name: getattr(FULL, f.name) for f in dataclasses.fields(Record)}
+    assert Record._make(**given) == FULL and repr(Record._make(**given)) == repr(FULL)
+    few = {"suite": "s", "check": "c", "verdict": "pass", "shape": (2,)}
+    made, built = Record._make(**few), Record(**few)
+    assert made == built and dataclasses.asdict(made) == dataclasses.asdict(built) and made.to_dict() == built.to_dict()
+    assert made.details == {} and made.details is not Record._make(**few).details
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.verdict = "fail"
+    with pytest.raises(TypeError, match="verdictt"):
+        Record._make(verdictt="pass")
+
+
 def test_records_validate_against_the_shipped_schema():
     jsonschema.validate(json.loads(dumps(FULL.to_dict())), schema())
     with pytest.raises(jsonschema.ValidationError):

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 import traceback
@@ -757,10 +758,10 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
     for k, o in enumerate(problem.outputs):
         if E.LEAN and o.numel() <= TINY:  # the same IEEE operations in Python floats: sign(s) (|s| + 0.5), s = 2 r - 1
             s = torch.rand(o.shape, generator=gen, dtype=torch.float64)
-            raw = [max(abs(f), 1.0) for f in o.reshape(-1).tolist()]  # problem.f_size(k); NaN stays NaN
+            raw = [max(abs(f), 1.0) for f in E.flat_list(o)]  # problem.f_size(k); NaN stays NaN
             sizes = [min(a, WEIGHT_SIZE) if a != math.inf else 1.0 for a in raw]
             values = [(1.0 if t > 0 else -1.0 if t < 0 else 0.0) * (abs(t) + 0.5) / (a if a == a else 1.0)  # NaN: 1
-                      for t, a in zip((r * 2 - 1 for r in s.reshape(-1).tolist()), sizes)]
+                      for t, a in zip((r * 2 - 1 for r in E.flat_list(s)), sizes)]
             vs.append(E.fresh(values, o.shape))
             dead.append(None if all(a < math.inf for a in raw) else torch.tensor([not a < math.inf for a in raw]))
             continue
@@ -947,7 +948,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
             info["notes"] = problem.notes
             return count
 
-        found = full(problem, _generator(seed, "full"), tol, info, confirm, grads, vs, confirm_without,
+        found = full(problem, lambda: _generator(seed, "full"), tol, info, confirm, grads, vs, confirm_without,
                      confirm_along, left_open, confirm_open)
         for j, f in found.items():
             if j in disagreed and f.verdict == "pass":
@@ -1402,7 +1403,7 @@ def _vjp_record(problem: Problem, j: int, f: Findings, mode: str, tol: Tolerance
     shape, given = _given(problem, j)
     # the evidence has the precision of the least precise of the input's copy, the outputs and what the function
     # computes in inside (a float64 input, a float32 output or an x.float() inside: float32's)
-    precision = _least_precise([x.dtype, *(problem.inner or []), *(o.dtype for o in problem.outputs)])
+    precision = _least_precise((x.dtype, *(problem.inner or ()), *(o.dtype for o in problem.outputs)))
     coarse = None
     if mode == "directional" and f.verdict == "pass" and precision not in ("float64", "complex128"):
         # what the projections resolved on this evidence (a float32-only function's 1% bug passed, the record saying
@@ -1427,7 +1428,7 @@ def _vjp_record(problem: Problem, j: int, f: Findings, mode: str, tol: Tolerance
             reason += accepted + (f"; the function's values have {precision}'s precision (its outputs, or its work "
                                   "inside), which no step can refine")
     dtype = precision
-    return Record(
+    return Record._make(
         suite="check", check=label, function=who.source, function_name=who.name,
         inputs=_problem_meta(problem), input=problem.names[j],
         derivation="autograd's backward (vᵀJ with random non-unit v) against finite differences",
@@ -1438,9 +1439,10 @@ def _vjp_record(problem: Problem, j: int, f: Findings, mode: str, tol: Tolerance
         elapsed_s=None)
 
 
-def _least_precise(dtypes: Sequence[Any]) -> str:
+@functools.lru_cache(maxsize=64)
+def _least_precise(dtypes: tuple[Any, ...]) -> str:
     """The name of the least precise floating dtype among *dtypes* (None and non-floating ones left out; a complex
-    one as its parts' real dtype would read, but named as itself)."""
+    one as its parts' real dtype would read, but named as itself). Once per combination of dtypes."""
     import torch
 
     best, worst = "float64", 0.0

@@ -923,7 +923,7 @@ def _weighted(outs: list[torch.Tensor], ws: list[torch.Tensor]) -> tuple[list[fl
     import torch
 
     if len(outs) == 1 and outs[0].shape[1] == 1 and E.LEAN:  # one output element: as a scalar output's
-        return _scalar_weighted([[f] for f in outs[0].reshape(-1).tolist()], [ws[0].item()])
+        return _scalar_weighted([[f] for f in E.flat_list(outs[0])], [ws[0].item()])
     terms = [o * v.reshape(1, -1) for o, v in zip(outs, ws)]
     if len(terms) == 1:  # one output: stacking and summing one tensor changes nothing
         total = terms[0].sum(1)
@@ -949,7 +949,7 @@ def _weighted_moving(outs: list[torch.Tensor], ws: list[torch.Tensor], base: lis
 
     if len(outs) == 1 and outs[0].shape[1] == 1 and E.LEAN:  # one output element: in Python floats
         w, at = ws[0].item(), base[0].item()
-        values = outs[0].reshape(-1).tolist()
+        values = E.flat_list(outs[0])
         changes = [o - at for o in values]
         stirred = any(c != 0 for c in changes)  # (NaN != 0: changed, as the tensor path)
         if moving is not None:
@@ -996,7 +996,7 @@ def _loop_along(problem: Problem, j: int, x: torch.Tensor, u: torch.Tensor, ts: 
     xs, call, rows = list(problem.inputs), problem.call, []
     if E.LEAN and x.numel() <= E.TINY and x.dtype == torch.float64 and u.dtype == torch.float64:
         # a few float64 elements: x_i + t u_i in Python floats, the same IEEE operations, each point a fresh tensor
-        xl, ul = x.reshape(-1).tolist(), u.reshape(-1).tolist()
+        xl, ul = E.flat_list(x), E.flat_list(u)
         for t in ts:
             xs[j] = E.fresh([a + t * b for a, b in zip(xl, ul)], x.shape)
             rows.append(call(*xs))
@@ -1256,12 +1256,12 @@ def _none_to_split(g: torch.Tensor, u: torch.Tensor, sizes: torch.Tensor, norm: 
     """Whether :func:`_split`'s first step finds nothing to judge again (no element unresolved, or every moved
     one), for a few elements in Python floats: :func:`_unresolved_elements`' comparisons on the same IEEE
     products (NaN compares False in both; clamp_min keeps a NaN)."""
-    us, gs = u.reshape(-1).tolist(), g.reshape(-1).tolist()
+    us, gs = E.flat_list(u), E.flat_list(g)
     active = [c != 0 for c in us]
     if terms:
         flags = [a and abs(d * c) > 0 and abs(d * c) * RESOLVE < allowed for a, d, c in zip(active, gs, us)]
     else:
-        typical = [abs(d) * s for d, s in zip(gs, sizes.reshape(-1).tolist())]
+        typical = [abs(d) * s for d, s in zip(gs, E.flat_list(sizes))]
         flags = [a and (1.0 if t < 1.0 else t) / norm * SPLIT < allowed for a, t in zip(active, typical)]
     count = sum(flags)
     return not count or count == sum(active)

@@ -582,6 +582,17 @@ def _engine() -> Callable[..., Any] | None:
 _ENGINE_KWARGS = {"allow_unused", "retain_graph", "create_graph"}
 
 
+def flat_list(t: torch.Tensor) -> list[Any]:
+    """``t.reshape(-1).tolist()``, the same Python numbers in the same order, without the view for a tensor of one
+    dimension (a view costs more than a few values' tolist); a tensor that requires grad is read as it is."""
+    dim = t.dim()
+    if dim == 1:
+        return t.tolist()  # type: ignore[no-any-return]
+    if dim == 0:
+        return [t.item()]
+    return (t.detach() if t.requires_grad else t).reshape(-1).tolist()  # type: ignore[no-any-return]
+
+
 def plain(grads: Any) -> tuple[Any, ...]:
     """Gradients without a graph: a backward that differentiates inside (a recomputing checkpoint, with
     create_graph=True) returns gradients that require grad, and reading one as a number warns. And with
@@ -853,7 +864,7 @@ def held(x: torch.Tensor) -> torch.Tensor | None:
     if not x.is_floating_point():
         return None
     if LEAN and x.numel() <= TINY:
-        if all(map(math.isfinite, x.detach().reshape(-1).tolist())):  # a few values: read in Python
+        if all(map(math.isfinite, flat_list(x))):  # a few values: read in Python
             return None
     elif math.isfinite(float(x.detach().sum())):  # every element finite (a sum that overflows looks closer)
         return None

@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from . import evaluate as E
 from . import judge as J
 from .record import Allowance, Comparison, Discrepancy, Location
 
@@ -166,7 +167,7 @@ class Findings:
         ref = reference.detach()
         ref = ref if ref.dtype == torch.float64 else ref.to(torch.float64)
         if counted <= SMALL_BLOCK and ref.shape == shape:  # a few values: in Python floats, the same arithmetic
-            diffs, refs = diff.reshape(-1).tolist(), ref.reshape(-1).tolist()
+            diffs, refs = E.flat_list(diff), E.flat_list(ref)
             largest = max(diffs)
             at = diffs.index(largest)  # the first largest, as argmax
             rel = max(_relative(d, r) for d, r in zip(diffs, refs))

@@ -74,14 +74,15 @@ class Quick:
     rounding: list[torch.Tensor]  # broadcastable to (M_k, b - a)
 
 
-def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
+def full(problem: Problem, gen: Callable[[], torch.Generator], tol: ToleranceUsed, info: Info,
          confirm: Callable[[int], bool], first: tuple[torch.Tensor | None, ...], vs: list[torch.Tensor],
          confirm_without: Callable[[int, torch.Tensor], bool] | None = None,
          confirm_along: Callable[[int, torch.Tensor | list[float], bool], bool] | None = None,
          left_open: Callable[[int, torch.Tensor | list[float], bool], int] | None = None,
          confirm_open: Callable[[int, torch.Tensor | list[float]], bool] | None = None) -> dict[int, Findings]:
     """Judge every Jacobian entry. *first* is the first backward's vᵀJ per checked input, all outputs
-    weighted by *vs* at once (for a scalar output that is the whole Jacobian row, times the weight).
+    weighted by *vs* at once (for a scalar output that is the whole Jacobian row, times the weight). *gen* makes
+    the random stream (called once, at the first draw: a scalar output's check draws nothing).
 
     The Jacobian is judged one output at a time, and a backward may go wrong only when several outputs
     receive a gradient together; so autograd's rows, weighted by *vs* and summed, must equal *first*
@@ -120,9 +121,16 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
     the record names those no projection resolved to 1e-8 either."""
     import torch
 
+    made: list[torch.Generator] = []
+
+    def generator() -> torch.Generator:
+        if not made:
+            made.append(gen())
+        return made[0]
+
     found = {j: Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
                          [tuple(o.shape) for o in problem.outputs], held=problem.held(j)) for j in problem.diff}
-    banded = _banded(problem, gen, info) if len(problem.diff) == 1 and len(problem.outputs) == 1 else None
+    banded = _banded(problem, generator, info) if len(problem.diff) == 1 and len(problem.outputs) == 1 else None
     derived = False  # autograd's rows are the first backward itself: comparing them with it is no evidence
     if banded is not None:
         analytic: dict[tuple[int, int], torch.Tensor | None] = {}
@@ -134,7 +142,7 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
                     for j, g in zip(problem.diff, first)}
         derived = True
     else:
-        analytic = _analytic(problem, gen, info)
+        analytic = _analytic(problem, generator, info)
     weighted: list[Weighted] = []  # the output weights as _together uses them, made once for every input
     asked = False  # the confirmation has run (for every input at once): asking again costs nothing
     for pos, j in enumerate(problem.diff):
@@ -201,7 +209,7 @@ def full(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info,
                     # a band holds autograd's entries inside it only: an entry the backward invents outside it (below
                     # what the band test's draws resolve beside a steep diagonal) is then judged, and named, against
                     # autograd's rows, built here
-                    banded, analytic = None, _analytic(problem, gen, info)
+                    banded, analytic = None, _analytic(problem, generator, info)
                     info["confirmation"] += ", against autograd's rows (the band's own entries were not enough)"
         hopeless = False  # (a dense Jacobian of several outputs, every column open: no projection resolves finer)
         if resolving and confirm_along is not None:
@@ -333,7 +341,7 @@ def _seen_values(found: Findings, k: int, diffs: list[float], obs: torch.Tensor 
         return  # no entry of autograd's to resolve
     limit = SEEN * RESOLVE
     w = len(at)
-    entries = obs.detach().reshape(-1).tolist()
+    entries = E.flat_list(obs)
     ok = None if clean is None else set(clean)
     chosen = [i for i, (d, e) in enumerate(zip(diffs, entries)) if d > limit * abs(e) and (ok is None or i % w in ok)]
     if chosen:
@@ -497,7 +505,7 @@ def _unresolved_terms_small(problem: Problem, j: int, analytic: dict[tuple[int, 
     (max(1, |v|) as x_size and f_size, NaN staying NaN as in clamp_min; a NaN entry is never picked), but for the
     order in which a column's terms are summed (:func:`_with_sums`; rows in order here). *both*: the terms on central
     differences' bound alone (no *seen*, not summed) and those of *seen*, summed, as a pair, in one pass."""
-    xs = [max(abs(v), 1.0) for v in problem.inputs[j].detach().reshape(-1).tolist()]
+    xs = [max(abs(v), 1.0) for v in E.flat_list(problem.inputs[j])]
     width = len(xs)
     terms = [math.inf] * width
     plain = [math.inf] * width  # with *both*: the terms on central differences' bound alone
@@ -511,10 +519,10 @@ def _unresolved_terms_small(problem: Problem, j: int, analytic: dict[tuple[int, 
         a = analytic.get((j, k))
         if a is None or not a.numel():
             continue
-        values = [abs(f) for f in out.reshape(-1).tolist()]
+        values = [abs(f) for f in E.flat_list(out)]
         rows = [max(f, 1.0) for f in values]
-        weights = vs[k].reshape(-1).tolist()
-        for i, value in enumerate(a.reshape(-1).tolist()):
+        weights = E.flat_list(vs[k])
+        for i, value in enumerate(E.flat_list(a)):
             r, c = divmod(i, width)
             size = abs(value)
             evidence = unit * rows[r] / (base * xs[c])
@@ -627,7 +635,7 @@ def _together_small(problem: Problem, j: int, analytic: dict[tuple[int, int], to
     size = [0.0] * n
     weight = absolute = 0.0  # sum over outputs of |v| max(1, |f|), and of |v| (as _weighted)
     for k, v in enumerate(vs):
-        w = v.reshape(-1).tolist()
+        w = E.flat_list(v)
         aw = [abs(a) for a in w]
         weight += math.fsum(a * f for a, f in zip(aw, problem.f_size(k).tolist()))
         absolute += math.fsum(aw)
@@ -647,7 +655,7 @@ def _together_small(problem: Problem, j: int, analytic: dict[tuple[int, int], to
     unit = ROUNDING_ULPS * eps ** (2 / 3) * weight
     structure = STRUCTURE_ULPS * eps
     spread = tol.atol * absolute if tol.atol else 0.0
-    values = x.detach().reshape(-1).tolist()
+    values = E.flat_list(x)
     for c, (s, g, t, xs) in enumerate(zip(size, got, total, problem.x_size(j).tolist())):
         allowed = (s + abs(g)) * structure + tol.rtol * s + spread + unit / xs
         if not abs(g - t) <= allowed and math.isfinite(values[c]):  # held elements are not checked
@@ -684,7 +692,8 @@ def _rounding(problem: Problem, k: int, h: torch.Tensor) -> torch.Tensor:
 
 # -- analytic side ---------------------------------------------------------------------------------
 
-def _analytic(problem: Problem, gen: torch.Generator, info: Info) -> dict[tuple[int, int], torch.Tensor | None]:
+def _analytic(problem: Problem, gen: Callable[[], torch.Generator], info: Info
+              ) -> dict[tuple[int, int], torch.Tensor | None]:
     """autograd's Jacobian per (input, output), from row chunks of randomly scaled one-hot weights."""
     import torch
 
@@ -697,7 +706,7 @@ def _analytic(problem: Problem, gen: torch.Generator, info: Info) -> dict[tuple[
             continue
         # 0.5 + r for torch.rand's r, exactly (uniform_ adds 0.5 to the same draw); non-unit: a backward must use
         # grad_output
-        c = torch.empty(m, dtype=torch.float64).uniform_(0.5, 1.5, generator=gen)
+        c = torch.empty(m, dtype=torch.float64).uniform_(0.5, 1.5, generator=gen())
         height = max(1, _chunk(problem, m))
         for a in range(0, m, height):
             b = min(m, a + height)
@@ -949,7 +958,7 @@ def _quick_tiny(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.
     if x.dtype != torch.float64 or any(o.dtype != torch.float64 for o in outs) or n * sum(
             o.numel() for o in outs) > J.SMALL:
         return None
-    values = x.reshape(-1).tolist()
+    values = E.flat_list(x)
     base = EPS_POWERS["cbrt"]
     hs = []
     for v in values:  # steps(x): max(1, |x|) cbrt(eps), made exact as (x + h) - x
@@ -984,8 +993,8 @@ def _quick_tiny(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.
             up = [[rows[c][k].item()] for c in range(n)]
             down = [[rows[n + c][k].item()] for c in range(n)]
         else:
-            up = [rows[c][k].reshape(-1).tolist() for c in range(n)]
-            down = [rows[n + c][k].reshape(-1).tolist() for c in range(n)]
+            up = [E.flat_list(rows[c][k]) for c in range(n)]
+            down = [E.flat_list(rows[n + c][k]) for c in range(n)]
         num = [(up[c][r] - down[c][r]) / twice[c] for r in range(m) for c in range(n)]  # (M_k, n), row-major
         numeric.append(num)
         if not m:
@@ -993,8 +1002,8 @@ def _quick_tiny(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.
             per_output.append([])
             continue
         block = analytic.get((j, k))
-        obs = [0.0] * (m * n) if block is None else block.reshape(-1).tolist()
-        fs = [max(abs(f), 1.0) for f in out.reshape(-1).tolist()]  # problem.f_size(k); NaN stays NaN
+        obs = [0.0] * (m * n) if block is None else E.flat_list(block)
+        fs = [max(abs(f), 1.0) for f in E.flat_list(out)]  # problem.f_size(k); NaN stays NaN
         unit = ROUNDING_ULPS * torch.finfo(out.dtype).eps
         bounds = [unit * f / h for f in fs for h in hs]
         verdicts = J.passes(obs, num, bounds, [f / x for f in fs for x in x_sizes], tol, precision)
@@ -1033,9 +1042,9 @@ def _small_judged(problem: Problem, j: int, k: int, obs: torch.Tensor, ref: torc
         hs = h.tolist()
         bounds = [unit * f / hc for f in fs for hc in hs]
     else:
-        bounds = bound.reshape(-1).tolist()
-    refs = ref.reshape(-1).tolist()
-    judged = J.passes(obs.reshape(-1).tolist(), refs, bounds, [f / x for f in fs for x in xs], tol,
+        bounds = E.flat_list(bound)
+    refs = E.flat_list(ref)
+    judged = J.passes(E.flat_list(obs), refs, bounds, [f / x for f in fs for x in xs], tol,
                       _precision(problem, j))
     return None if judged is None else (judged[0], judged[1], refs, bounds)
 
@@ -1180,7 +1189,7 @@ class Band:
     structure: str
 
 
-def _banded(problem: Problem, gen: torch.Generator, info: Info) -> Band | None:
+def _banded(problem: Problem, gen: Callable[[], torch.Generator], info: Info) -> Band | None:
     """Try a diagonal, then bands of half-width 1, 2, 4, 8: column groups c mod (2b+1) (none narrower than the
     probe column reaches; none wider when that reaches no neighbour and the diagonal failed).
 
@@ -1215,8 +1224,8 @@ def _banded(problem: Problem, gen: torch.Generator, info: Info) -> Band | None:
         rr, cc = rr[keep], cc[keep]
         draws = []
         for _ in range(2):
-            w_num = torch.empty(n, dtype=torch.float64).uniform_(0.5, 1.5, generator=gen)  # 0.5 + r, exactly
-            w_ana = torch.empty(n, dtype=torch.float64).uniform_(0.5, 1.5, generator=gen)
+            w_num = torch.empty(n, dtype=torch.float64).uniform_(0.5, 1.5, generator=gen())  # 0.5 + r, exactly
+            w_ana = torch.empty(n, dtype=torch.float64).uniform_(0.5, 1.5, generator=gen())
             groups = torch.zeros(2, width, n, dtype=torch.float64)  # column c in group c mod width
             groups[0, idx % width, idx] = w_num
             groups[1, idx % width, idx] = w_ana

@@ -167,11 +167,11 @@ def tensor_literal(t: torch.Tensor) -> str | None:
             text += f".to({str(t.device)!r})"
         return text + (".requires_grad_()" if t.requires_grad else "")
     on_cpu = t.is_cpu
-    plain = t.detach() if on_cpu else t.detach().cpu()
+    plain = t if on_cpu else t.detach().cpu()  # (tolist reads a tensor that requires grad as it is)
     values = plain.tolist()
     if plain.is_floating_point():
         dim = plain.dim()
-        flat = [values] if dim == 0 else values if dim == 1 else plain.reshape(-1).tolist()
+        flat = [values] if dim == 0 else values if dim == 1 else plain.detach().reshape(-1).tolist()
         if not all(map(math.isfinite, flat)):
             return None
     text = f"torch.tensor({values!r}, dtype={t.dtype}"

@@ -235,11 +235,32 @@ class Record:
         return head
 
     @classmethod
+    def _make(cls, **values: Any) -> Record:
+        """``Record(**values)`` for ``ga.check``'s hot path: the same record (equal, hashed and frozen alike), its
+        fields set at once instead of one ``object.__setattr__`` each (a third of the time: 38 fields)."""
+        if not values.keys() <= _RECORD_FIELDS:
+            return cls(**values)  # (raises the constructor's own TypeError for the unknown name)
+        record = object.__new__(cls)
+        state = dict(_RECORD_DEFAULTS)
+        for name, make in _RECORD_FACTORIES:  # (details: a dict of its own)
+            state[name] = make()
+        state.update(values)
+        object.__setattr__(record, "__dict__", state)
+        return record
+
+    @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Record:
         """Rebuild a record from its JSON form (the inverse of :meth:`to_dict`)."""
         names = {f.name for f in dataclasses.fields(cls)}
         return from_json(cls, {k: v for k, v in d.items() if k in names})
 
+
+# (Record._make: the fields, their defaults, and the default factories, called for each record)
+_RECORD_FIELDS = frozenset(f.name for f in dataclasses.fields(Record))
+_RECORD_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(Record)
+                                    if f.default is not dataclasses.MISSING}
+_RECORD_FACTORIES = tuple((f.name, f.default_factory) for f in dataclasses.fields(Record)
+                          if f.default_factory is not dataclasses.MISSING)
 
 EXPECTATION_FIELDS = tuple(f.name for f in dataclasses.fields(Record) if f.metadata.get("expectation"))
 
