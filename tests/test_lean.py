@@ -216,3 +216,31 @@ def test_random_compositions_agree_on_both_paths(draw, monkeypatch):
         lean = _result(fn, make, mode, draw)
         monkeypatch.setattr(evaluate, "LEAN", False)
         assert _result(fn, make, mode, draw) == lean, mode
+
+
+def test_seen_blocks_kept_as_lists_read_as_the_tensors_they_stand_for():
+    """full._seen_values keeps a small block's accepted differences as Python numbers; the tensor path reads them
+    as the tensors full._seen keeps (the same values, int64 rows and columns, float64 differences and entries)."""
+    from gradaudit import full
+
+    k, rows, cols, diff, entry = full._seen_tensors((1, [0, 2], [3, 1], [1e-9, -0.0], [0.5, 2.0]))
+    assert k == 1 and rows.dtype == cols.dtype == torch.int64 and diff.dtype == entry.dtype == F64
+    assert (rows.tolist(), cols.tolist(), diff.tolist(), entry.tolist()) == ([0, 2], [3, 1], [1e-9, -0.0], [0.5, 2.0])
+    assert str(diff[1].item()) == "-0.0"
+    kept = (0, torch.tensor([1]), torch.tensor([0]), torch.tensor([1e-9], dtype=F64), torch.tensor([3.0], dtype=F64))
+    assert all(a is b for a, b in zip(full._seen_tensors(kept), kept))
+
+
+def test_a_scalar_outputs_row_is_the_same_divided_in_python_floats(monkeypatch):
+    """full._row_over divides a few float64 values by v in Python floats: the division torch makes, bit for bit
+    (signed zeros, infinities, NaN, subnormals and huge values included)."""
+    from gradaudit import full
+
+    g = torch.tensor([0.3, -0.0, 0.0, float("inf"), float("nan"), 5e-324, 1e308, -7.25], dtype=F64)
+    for v in (0.7, -1.3e-100, 0.5, 1.4999):
+        lean = full._row_over(g, v)
+        monkeypatch.setattr(evaluate, "LEAN", False)
+        general = full._row_over(g, v)
+        monkeypatch.setattr(evaluate, "LEAN", True)
+        assert lean.shape == general.shape == (1, 8) and lean.dtype == general.dtype == F64
+        assert repr(lean.tolist()) == repr(general.tolist())

@@ -757,7 +757,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
     dead: list[torch.Tensor | None] = []  # per output, its elements not finite at the point (None: all finite)
     for k, o in enumerate(problem.outputs):
         if E.LEAN and o.numel() <= TINY:  # the same IEEE operations in Python floats: sign(s) (|s| + 0.5), s = 2 r - 1
-            s = torch.rand(o.shape, generator=gen, dtype=torch.float64)
+            s = torch.rand(tuple(o.shape), generator=gen, dtype=torch.float64)  # (a tuple: torch.Size costs more)
             raw = [max(abs(f), 1.0) for f in E.flat_list(o)]  # problem.f_size(k); NaN stays NaN
             sizes = [min(a, WEIGHT_SIZE) if a != math.inf else 1.0 for a in raw]
             values = [(1.0 if t > 0 else -1.0 if t < 0 else 0.0) * (abs(t) + 0.5) / (a if a == a else 1.0)  # NaN: 1

@@ -64,6 +64,11 @@ class Part:
         return self.judged.ref
 
 
+#: an output k and flat rows, columns, differences and autograd's entries (Findings.seen)
+Seen = tuple[int, "torch.Tensor | list[int]", "torch.Tensor | list[int]", "torch.Tensor | list[float]",
+             "torch.Tensor | list[float]"]
+
+
 @dataclass
 class Findings:
     """Everything judged for one checked input: exact counts, the greatest difference, and the
@@ -89,8 +94,9 @@ class Findings:
     gave_none: bool = False  # autograd's gradient of this input is None (the output does not depend on it)
     beyond: bool = False  # a quick stage accepted an entry beyond the tolerance, on its bound alone (full._beyond)
     # entries a quick stage accepted with a difference above SEEN RESOLVE of them: per chunk, the output and the
-    # flat rows, columns, differences and autograd's entries (full._seen; full._unresolved_terms reads them)
-    seen: list[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = field(default_factory=list)
+    # flat rows, columns, differences and autograd's entries (full._seen; full._unresolved_terms reads them), as
+    # tensors or, from a block judged in Python floats, as lists (full._seen_values)
+    seen: list[Seen] = field(default_factory=list)
 
     def location(self, output: int | None, row: int, col: int) -> Location:
         element = unravel(col, self.shape) if col >= 0 else None

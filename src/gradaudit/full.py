@@ -46,7 +46,7 @@ from .evaluate import (
     slopes,
     steps,
 )
-from .findings import Findings
+from .findings import Findings, Seen
 from .numeric import RIDDERS_BASE, extrapolate, truncation
 from .tolerances import (
     RESOLVE,
@@ -137,9 +137,8 @@ def full(problem: Problem, gen: Callable[[], torch.Generator], tol: ToleranceUse
     elif len(vs) == 1 and len(problem.outputs) == 1 and problem.outputs[0].numel() == 1:
         # a scalar output: the first backward (random weight v, |v| in [0.5, 1.5)) already gave v J; a
         # backward that ignores its grad_output still fails, as it gives J instead of v J
-        v = float(vs[0].to(problem.outputs[0].dtype).reshape(()))
-        analytic = {(j, 0): None if g is None else (g.detach().to(torch.float64) / v).reshape(1, -1)
-                    for j, g in zip(problem.diff, first)}
+        v = vs[0].to(problem.outputs[0].dtype).item()
+        analytic = {(j, 0): None if g is None else _row_over(g, v) for j, g in zip(problem.diff, first)}
         derived = True
     else:
         analytic = _analytic(problem, generator, info)
@@ -344,15 +343,34 @@ def _seen_values(found: Findings, k: int, diffs: list[float], obs: torch.Tensor 
     entries = E.flat_list(obs)
     ok = None if clean is None else set(clean)
     chosen = [i for i, (d, e) in enumerate(zip(diffs, entries)) if d > limit * abs(e) and (ok is None or i % w in ok)]
-    if chosen:
-        found.seen.append((k, E.fresh_index([i // w for i in chosen]), E.fresh_index([at[i % w] for i in chosen]),
-                           E.fresh([diffs[i] for i in chosen], (len(chosen),)),
-                           E.fresh([entries[i] for i in chosen], (len(chosen),))))
+    if chosen:  # (as Python numbers: the small path reads them so; the tensor path makes tensors of them)
+        found.seen.append((k, [i // w for i in chosen], [at[i % w] for i in chosen], [diffs[i] for i in chosen],
+                           [entries[i] for i in chosen]))
+
+
+def _row_over(g: torch.Tensor, v: float) -> torch.Tensor:
+    """g / v as one float64 row (a scalar output's Jacobian row from its first backward, whose weight was v): a few
+    float64 values divided in Python floats, the same IEEE division (v is never 0)."""
+    import torch
+
+    if E.LEAN and g.dtype == torch.float64 and g.numel() <= E.TINY and v != 0:
+        return E.fresh([a / v for a in E.flat_list(g)], (1, g.numel()))
+    return (g.detach().to(torch.float64) / v).reshape(1, -1)
+
+
+def _seen_tensors(block: Seen) -> tuple[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A block of Findings.seen as tensors (:func:`_seen_values` keeps Python numbers)."""
+    k, rows, cols, diff, entry = block
+    if isinstance(rows, list) and isinstance(cols, list) and isinstance(diff, list) and isinstance(entry, list):
+        return k, E.fresh_index(rows), E.fresh_index(cols), E.fresh(diff, (len(diff),)), E.fresh(entry, (len(entry),))
+    assert not isinstance(rows, list) and not isinstance(cols, list) and not isinstance(diff, list)
+    assert not isinstance(entry, list)
+    return k, rows, cols, diff, entry
 
 
 def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None],
                       banded: Band | None, tol: ToleranceUsed, vs: list[torch.Tensor], base: float,
-                      seen: list[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] | None = None
+                      seen: list[Seen] | None = None
                       ) -> torch.Tensor | list[float] | None:
     """Per column of input j (flat, float64): the smallest term |v_r J_rc| (output weights *vs*) of an entry the
     quick stage does not resolve to RESOLVE (the default tolerance's promise), what that entry moves a projection
@@ -407,7 +425,7 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
     terms = torch.full((x.numel(),), math.inf, dtype=torch.float64)
     sums = torch.zeros(x.numel(), dtype=torch.float64)  # per column, the sum of its unresolved entries' v_r J_rc
     x_size = problem.x_size(j).reshape(-1)
-    for k, rows, cols, diff, entry in seen:  # entries resolved but for their difference
+    for k, rows, cols, diff, entry in map(_seen_tensors, seen):  # entries resolved but for their difference
         out = problem.outputs[k]
         unit = SAFETY * ROUNDING_ULPS * torch.finfo(out.dtype).eps
         evidence = unit * problem.f_size(k).reshape(-1)[rows] / (base * x_size[cols])
@@ -456,7 +474,7 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
 
 def _unresolved_pair(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None],
                      banded: Band | None, tol: ToleranceUsed, vs: list[torch.Tensor], base: float,
-                     seen: list[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]
+                     seen: list[Seen]
                      ) -> tuple[torch.Tensor | list[float] | None, torch.Tensor | list[float] | None]:
     """:func:`_unresolved_terms` on central differences' bound alone, and with the evidence *seen*: for a few float64
     entries both in one pass over them (:func:`_unresolved_terms_small`), otherwise one call each."""
@@ -498,7 +516,7 @@ def _with_sums(terms: torch.Tensor, sums: torch.Tensor | None) -> torch.Tensor |
 
 def _unresolved_terms_small(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None],
                             tol: ToleranceUsed, vs: list[torch.Tensor], base: float,
-                            seen: list[tuple[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]],
+                            seen: list[Seen],
                             summed: bool = True, both: bool = False
                             ) -> list[float] | None | tuple[list[float] | None, list[float] | None]:
     """:func:`_unresolved_terms` for a few float64 entries, in Python floats (a list): the same IEEE operations
@@ -513,7 +531,7 @@ def _unresolved_terms_small(problem: Problem, j: int, analytic: dict[tuple[int, 
     sums = [0.0] * width
     differences: dict[tuple[int, int], float] = {}  # (output, flat entry): the difference a quick stage accepted
     for k, rows_t, cols_t, diff, _ in seen:
-        for r, c, d in zip(rows_t.tolist(), cols_t.tolist(), diff.tolist()):
+        for r, c, d in zip(*(v if isinstance(v, list) else v.tolist() for v in (rows_t, cols_t, diff))):
             differences[k, r * width + c] = d
     for k, out in enumerate(problem.outputs):
         a = analytic.get((j, k))
@@ -973,8 +991,8 @@ def _quick_tiny(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.
             for c in range(n):
                 if n == 1:  # one element: the cheapest fresh tensor holding it
                     value = values[0] + hs[0] if sign > 0 else values[0] - hs[0]
-                    single = torch.scalar_tensor(value, dtype=torch.float64)
-                    xs[j] = single if not shape else single.reshape(shape)
+                    xs[j] = (torch.scalar_tensor(value, dtype=torch.float64) if not shape
+                             else E.fresh([value], shape))  # (shape (1,): no view)
                 else:
                     point = list(point_base)
                     point[c] = values[c] + hs[c] if sign > 0 else values[c] - hs[c]
