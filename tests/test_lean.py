@@ -160,7 +160,9 @@ def test_the_lean_path_gives_the_general_paths_result(case, mode, seed, monkeypa
 
 @pytest.mark.parametrize("make", [
     lambda: torch.tensor(0.25, dtype=F64), lambda: torch.tensor([0.5, -0.0, float("nan")], dtype=F64),
-    lambda: torch.arange(12, dtype=F64).reshape(3, 4), lambda: torch.arange(24, dtype=torch.float32).reshape(2, 3, 4),
+    lambda: torch.arange(12, dtype=F64).reshape(3, 4), lambda: torch.arange(40, dtype=F64).reshape(5, 8),
+    lambda: torch.empty(2, 0, dtype=F64), lambda: torch.arange(6, dtype=F64).reshape(1, 6),
+    lambda: torch.arange(24, dtype=torch.float32).reshape(2, 3, 4),
     lambda: torch.arange(10, dtype=F64)[::3], lambda: torch.arange(6, dtype=F64).reshape(2, 3).T,
     lambda: torch.tensor([True, False]), lambda: torch.tensor([[1, 2], [3, 4]]), lambda: torch.tensor([1 + 2j, -3j]),
     lambda: torch.tensor([[0.1, 0.2]], dtype=F64, requires_grad=True) * 3, lambda: torch.empty(0, 3, dtype=F64),

@@ -27,6 +27,7 @@ from .guard import CheckTimeout, time_limit
 from .naming import Described, describe, literal, rerun
 from .record import Comparison, ErrorInfo, Evidence, InputMeta, Location, Record
 from .render.common import plural
+from .spec import check_seed, check_timeout
 from .tolerances import (
     RESOLVE,
     SAFETY,
@@ -95,8 +96,6 @@ class CheckResult(J.RecordsVerdict):
 
 def _validate(fn: Any, mode: Any, order: Any, seed: Any, tolerance: Any, nondet_tol: Any, forward_ad: Any,
               name: Any, timeout: Any = None) -> None:
-    from .spec import check_seed, check_timeout
-
     check_timeout(timeout)
     if not callable(fn):
         raise SpecError(f"fn must be callable (a function, MyFunction.apply or a module); got "

@@ -590,6 +590,8 @@ def flat_list(t: torch.Tensor) -> list[Any]:
         return t.tolist()  # type: ignore[no-any-return]
     if dim == 0:
         return [t.item()]
+    if dim == 2 and t.numel() <= 32:  # (rows of a few values: flattened in Python for less than the view costs)
+        return [v for row in t.tolist() for v in row]
     return (t.detach() if t.requires_grad else t).reshape(-1).tolist()  # type: ignore[no-any-return]
 
 
