@@ -1971,6 +1971,39 @@ def test_a_seeded_generator_draws_as_manual_seed_does():
         assert a.initial_seed() == b.initial_seed() == seed
 
 
+def test_kept_first_draws_are_what_rand_draws_call_after_call():
+    """evaluate.first_draws stands in for a fresh seeded generator's first float64 rand draws (the output weights of
+    a small check): the same values, split over several calls in turn, for seeds beyond those it keeps."""
+    for seed in (0, 17, 2 ** 40, *range(100, 100 + 2 * ga_evaluate.SEEDED_KEPT)):
+        gen = torch.Generator().manual_seed(seed)
+        called = [torch.rand(shape, generator=gen, dtype=torch.float64).reshape(-1).tolist()
+                  for shape in ((), (3,), (2, 5), (1,))]
+        drawn = ga_evaluate.first_draws(seed, 15)
+        assert drawn == [v for values in called for v in values]
+        assert ga_evaluate.first_draws(seed, ga_evaluate.FIRST_DRAWS) == torch.rand(
+            ga_evaluate.FIRST_DRAWS, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).tolist()
+    assert ga_evaluate.first_draws(0, ga_evaluate.FIRST_DRAWS + 1) is None
+    assert len(ga_evaluate._FIRST_DRAWS) <= ga_evaluate.SEEDED_KEPT
+
+
+def test_two_outputs_weights_continue_one_stream():
+    """A small check's output weights come from kept draws; several outputs share one stream in turn, as the
+    generator they stand for gives them: the same check with the kept draws and with a generator (LEAN off for
+    the weights alone) gives the same records."""
+    def f(x):
+        return x.sin(), (x * x).sum(), x[:2].exp()
+
+    x = torch.tensor([0.3, -1.2, 2.0], dtype=F64, requires_grad=True)
+    kept = ga.check(f, (x,), seed=3, mode="directional")
+    real = ga_evaluate.first_draws
+    try:
+        ga_evaluate.first_draws = lambda seed, count: None  # every weight drawn from the generator
+        drawn = ga.check(f, (x,), seed=3, mode="directional")
+    finally:
+        ga_evaluate.first_draws = real
+    assert [r.to_dict() for r in kept.records] == [r.to_dict() for r in drawn.records] and kept.info == drawn.info
+
+
 @pytest.mark.parametrize("mode", ["full", "directional"])
 def test_outputs_the_probe_does_not_move_do_not_make_a_float32_cast(mode):
     # nn.Linear at x = 0: its outputs are its bias, drawn in float32, and a relative probe moves nothing at 0; taken

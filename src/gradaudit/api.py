@@ -747,20 +747,26 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
     from .directional import directional, resolves
     from .full import full
 
-    gen = _generator(seed, "weights")
     # random, non-unit output weights of either sign, |v| in [0.5, 1.5) / max(1, |f|) (a backward must use
     # grad_output): each output's term of vᵀf is of order one, so a large output neither hides a small one's
     # gradient inside a projection (y = x³ at [1e4, 1]: 1e12 against 1) nor sets the rounding of all of them.
     # A non-finite output keeps |v| in [0.5, 1.5); one above WEIGHT_SIZE is divided by that (vᵀJ stays normal)
     vs = []
     dead: list[torch.Tensor | None] = []  # per output, its elements not finite at the point (None: all finite)
+    # a few output elements in all: rand's draws, one output after another, as kept Python floats (no generator)
+    drawn = E.first_draws(seed * 16 + SEED_STREAMS["weights"], sum(o.numel() for o in problem.outputs)) \
+        if E.LEAN and all(o.numel() <= TINY for o in problem.outputs) else None
+    gen = _generator(seed, "weights") if drawn is None else None
     for k, o in enumerate(problem.outputs):
         if E.LEAN and o.numel() <= TINY:  # the same IEEE operations in Python floats: sign(s) (|s| + 0.5), s = 2 r - 1
-            s = torch.rand(tuple(o.shape), generator=gen, dtype=torch.float64)  # (a tuple: torch.Size costs more)
+            if drawn is not None:
+                rs, drawn = drawn[:o.numel()], drawn[o.numel():]
+            else:
+                rs = E.flat_list(torch.rand(tuple(o.shape), generator=gen, dtype=torch.float64))  # (tuple: cheaper)
             raw = [max(abs(f), 1.0) for f in E.flat_list(o)]  # problem.f_size(k); NaN stays NaN
             sizes = [min(a, WEIGHT_SIZE) if a != math.inf else 1.0 for a in raw]
             values = [(1.0 if t > 0 else -1.0 if t < 0 else 0.0) * (abs(t) + 0.5) / (a if a == a else 1.0)  # NaN: 1
-                      for t, a in zip((r * 2 - 1 for r in E.flat_list(s)), sizes)]
+                      for t, a in zip((r * 2 - 1 for r in rs), sizes)]
             vs.append(E.fresh(values, o.shape))
             dead.append(None if all(a < math.inf for a in raw) else torch.tensor([not a < math.inf for a in raw]))
             continue

@@ -558,6 +558,27 @@ def seeded_generator(seed: int) -> torch.Generator:
     return gen
 
 
+_FIRST_DRAWS: dict[int, list[float]] = {}
+FIRST_DRAWS = TINY  # values kept per seed (first_draws)
+
+
+def first_draws(seed: int, count: int) -> list[float] | None:
+    """The first *count* values (at most FIRST_DRAWS) that torch.rand draws in float64 from
+    :func:`seeded_generator` (*seed*), as Python floats: what rand gives there, one call or several in turn (each
+    value is the stream's next), without a generator (kept for the last few seeds). None for more."""
+    if count > FIRST_DRAWS:
+        return None
+    draws = _FIRST_DRAWS.get(seed)
+    if draws is None:
+        import torch
+
+        if len(_FIRST_DRAWS) >= SEEDED_KEPT:
+            _FIRST_DRAWS.pop(next(iter(_FIRST_DRAWS)))
+        draws = _FIRST_DRAWS[seed] = torch.rand(FIRST_DRAWS, generator=seeded_generator(seed),
+                                                dtype=torch.float64).tolist()
+    return draws[:count]
+
+
 def _rng_states(devices: tuple[int, ...]) -> list[torch.Tensor]:
     import torch
 
