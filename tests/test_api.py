@@ -1986,6 +1986,31 @@ def test_kept_first_draws_are_what_rand_draws_call_after_call():
     assert len(ga_evaluate._FIRST_DRAWS) <= ga_evaluate.SEEDED_KEPT
 
 
+@pytest.mark.parametrize("mode", ["directional", "full"])
+def test_directions_from_kept_draws_are_the_generators(mode):
+    """directional's random directions (and the factors of several inputs) for a few elements come from the kept
+    first draws of their stream: the same check with them and with the generator gives the same records and info,
+    directional mode and full mode's confirmations alike (a function whose entries central differences leave open,
+    so that they run, one input with two elements held still among them)."""
+    def f(x, y, z):
+        return torch.cat([(1e-9 * torch.sin(x)).reshape(-1), (x.sum() * y).reshape(-1), (z ** 3).reshape(-1)])
+
+    x = torch.tensor([[0.3, -1.2], [2.0, 0.7]], dtype=F64, requires_grad=True)
+    y = torch.tensor(0.9, dtype=F64, requires_grad=True)
+    z = torch.tensor([1.5, -0.2, 0.01], dtype=F64, requires_grad=True)
+    for inputs in ((x, y, z), (x,)):
+        fn = f if len(inputs) == 3 else (lambda x: f(x, y.detach(), z.detach()))
+        kept = ga.check(fn, inputs, seed=5, mode=mode)
+        real = ga_evaluate.first_draws
+        try:
+            ga_evaluate.first_draws = lambda seed, count: None  # every draw from the generator
+            drawn = ga.check(fn, inputs, seed=5, mode=mode)
+        finally:
+            ga_evaluate.first_draws = real
+        assert kept.ok and [r.to_dict() for r in kept.records] == [r.to_dict() for r in drawn.records]
+        assert repr(kept.info) == repr(drawn.info) and "directional" in kept.info
+
+
 def test_two_outputs_weights_continue_one_stream():
     """A small check's output weights come from kept draws; several outputs share one stream in turn, as the
     generator they stand for gives them: the same check with the kept draws and with a generator (LEAN off for

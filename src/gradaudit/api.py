@@ -599,6 +599,11 @@ def _generator(seed: int, stream: str) -> torch.Generator:
     return E.seeded_generator(seed * 16 + SEED_STREAMS[stream])
 
 
+def _stream(seed: int, stream: str) -> E.Stream:
+    """:func:`_generator`'s stream, its first draws kept (evaluate.Stream)."""
+    return E.Stream(seed * 16 + SEED_STREAMS[stream])
+
+
 # -- the check -----------------------------------------------------------------------------------
 
 def check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, mode: Mode = "auto",
@@ -809,13 +814,13 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
 
         def confirm(j: int) -> bool:  # the directional confirmation, run only where full mode needs it
             if not confirmed:
-                confirmed.update(directional(problem, _generator(seed, "directional"), tol, info, vs=vs,
+                confirmed.update(directional(problem, _stream(seed, "directional"), tol, info, vs=vs,
                                              grads=grads, localize=False, seen=views, trail=trail))
             return confirmed[j].verdict == "fail"
 
         def along(j: int, still: torch.Tensor, which: str, judged_by: ToleranceUsed) -> Findings:
             """The confirmation of input j with its elements *still* held where they are."""
-            return directional(problem, _generator(seed, "directional"), judged_by, info, vs=vs, grads=grads,
+            return directional(problem, _stream(seed, "directional"), judged_by, info, vs=vs, grads=grads,
                                localize=False, only=(j, still.reshape(problem.inputs[j].shape), which), seen=views,
                                trail=trail)[j]
 
@@ -968,7 +973,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
             if confirmed[j].verdict == "fail" and f.verdict == "pass":
                 f.extra += confirmed[j].extra  # the projection disagrees though no single entry does
     else:
-        found = directional(problem, _generator(seed, "directional"), tol, info, vs=vs, grads=grads)
+        found = directional(problem, _stream(seed, "directional"), tol, info, vs=vs, grads=grads)
     for pos, j in enumerate(problem.diff):
         found[j].gave_none = grads[pos] is None
         _say_held(problem, found[j], grads[pos])

@@ -1085,7 +1085,7 @@ def _outputs_alone(problem: Problem, vs: list[torch.Tensor]) -> Callable[[int], 
     return output_alone
 
 
-def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info: Info, *, vs: list[torch.Tensor],
+def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: Info, *, vs: list[torch.Tensor],
                 grads: tuple[torch.Tensor | None, ...], localize: bool = True,
                 only: tuple[int, torch.Tensor, str] | None = None,
                 seen: dict[int, tuple[torch.Tensor, float, float]] | None = None,
@@ -1122,15 +1122,26 @@ def directional(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, info
     # uniform: randn costs 3x more
     # (along part of one input, *only*: the draws up to its own, which the ones before it set; none after it)
     drawn = problem.diff if only is None else problem.diff[:problem.diff.index(only[0]) + 1]
-    draws = [torch.empty(problem.inputs[j].shape, dtype=torch.float64).uniform_(-1.0, 1.0, generator=gen)
-             for j in drawn]  # 2 r - 1 for torch.rand's r, exactly (see api._gather)
-    if len(problem.diff) > 1 and only is None:
+    several = len(problem.diff) > 1 and only is None  # (then a factor per input is drawn after the directions)
+    counts = [problem.inputs[j].numel() for j in drawn]
+    kept = stream.first(sum(counts) + (len(problem.diff) if several else 0))
+    if kept is not None:  # a few elements: the stream's first draws, as the generator below gives them
+        draws, offset = [], 0
+        for j, count in zip(drawn, counts):
+            draws.append(E.fresh([r * 2 - 1 for r in kept[offset:offset + count]], problem.inputs[j].shape))
+            offset += count
+    else:
+        gen = stream.generator()
+        draws = [torch.empty(problem.inputs[j].shape, dtype=torch.float64).uniform_(-1.0, 1.0, generator=gen)
+                 for j in drawn]  # 2 r - 1 for torch.rand's r, exactly (see api._gather)
+    if several:
         # each input's direction scaled by its own random factor in [0.5, 1.5) when moved with the others: a
         # one-element input's u is ±max(1, |x|), and two of them at unit scale cancel errors of opposite sign
         # on half of the seeds ((x - y)^2 with both partials halved); at independent continuous scales, never.
         # Drawn after the directions, which the inputs' own checks use unchanged
         # (r + 0.5 for torch.rand's r, exactly)
-        factors = torch.empty(len(problem.diff), dtype=torch.float64).uniform_(0.5, 1.5, generator=gen).tolist()
+        factors = ([r + 0.5 for r in kept[offset:]] if kept is not None else
+                   torch.empty(len(problem.diff), dtype=torch.float64).uniform_(0.5, 1.5, generator=gen).tolist())
         together = _together(problem, draws, factors, vs, grads, tol, output_alone, evals, info, seen, trail)
         if together is not None:  # every input agrees at once: nothing is left to decide input by input
             comparisons += together

@@ -579,6 +579,24 @@ def first_draws(seed: int, count: int) -> list[float] | None:
     return draws[:count]
 
 
+class Stream:
+    """A seeded random stream, :func:`seeded_generator` (*seed*): its first float64 draws read from
+    :func:`first_draws` (a small check draws a few), its generator made only where more are drawn. Each call of
+    :meth:`generator` starts the stream afresh: a caller takes its draws from one or the other, not both."""
+
+    __slots__ = ("seed",)
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    def generator(self) -> torch.Generator:
+        return seeded_generator(self.seed)
+
+    def first(self, count: int) -> list[float] | None:
+        """The stream's first *count* rand values, or None (more than FIRST_DRAWS, or the lean paths off)."""
+        return first_draws(self.seed, count) if LEAN else None
+
+
 def _rng_states(devices: tuple[int, ...]) -> list[torch.Tensor]:
     import torch
 
