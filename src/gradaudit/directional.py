@@ -1156,6 +1156,8 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
             continue
         x = problem.inputs[j].detach()
         f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
+        if not x.numel():  # an empty input beside others: no element to move, nothing to compare (as full mode's 0
+            continue  # columns); its projection along an empty u read NaN, and bisecting it raised IndexError
         u = draws[pos]
         if only is not None:  # |r_i| in [0.5, 1.5): an element's term is small by its gradient only, not by its
             u = u.add_(u.sign(), alpha=0.5)  # draw, and is split out (by its own term, _split) for that alone

@@ -572,8 +572,8 @@ def first_draws(seed: int, count: int) -> list[float] | None:
     if draws is None:
         import torch
 
-        if len(_FIRST_DRAWS) >= SEEDED_KEPT:
-            _FIRST_DRAWS.pop(next(iter(_FIRST_DRAWS)))
+        if len(_FIRST_DRAWS) >= SEEDED_KEPT:  # (cleared, as _seeded_state's: checks in threads evicting one key
+            _FIRST_DRAWS.clear()             # each at once raised KeyError, a reviewer's find)
         draws = _FIRST_DRAWS[seed] = torch.rand(FIRST_DRAWS, generator=seeded_generator(seed),
                                                 dtype=torch.float64).tolist()
     return draws[:count]
@@ -629,7 +629,8 @@ def flat_list(t: torch.Tensor) -> list[Any]:
         return t.tolist()  # type: ignore[no-any-return]
     if dim == 0:
         return [t.item()]
-    if dim == 2 and t.numel() <= 32:  # (rows of a few values: flattened in Python for less than the view costs)
+    if dim == 2 and 0 < t.numel() <= 32:  # (rows of a few values: flattened in Python for less than the view costs;
+        # not an empty one, whose tolist makes a list per row: 10⁷ of them for shape (10⁷, 0), 5 s)
         return [v for row in t.tolist() for v in row]
     return (t.detach() if t.requires_grad else t).reshape(-1).tolist()  # type: ignore[no-any-return]
 

@@ -350,7 +350,8 @@ def _seen_values(found: Findings, k: int, diffs: list[float], obs: torch.Tensor 
 
 def _row_over(g: torch.Tensor, v: float) -> torch.Tensor:
     """g / v as one float64 row (a scalar output's Jacobian row from its first backward, whose weight was v): a few
-    float64 values divided in Python floats, the same IEEE division (v is never 0)."""
+    float64 values divided in Python floats, the same IEEE division (a weight of exactly 0, drawn with probability
+    2⁻⁵³, takes the tensor division, whose 0/0 and x/0 Python refuses)."""
     import torch
 
     if E.LEAN and g.dtype == torch.float64 and g.numel() <= E.TINY and v != 0:
