@@ -510,6 +510,26 @@ def test_an_empty_input_beside_a_wrong_one_and_a_dead_output_is_judged_not_raise
         assert res.records[1].verdict in ("fail", "inconclusive")  # (directional: inconclusive, see README)
 
 
+def test_an_output_dead_everywhere_beside_a_finite_one_is_left_out_in_every_mode():
+    """An output that is -inf at every element (log(0 x)) beside a finite one whose backward is 1% off: the dead
+    output was weighed (the test that leaves dead outputs out read "each output wholly finite or wholly dead" as
+    "none finite"), and its backward made 0 / 0 of its zero weight: directional mode said inconclusive with NaN
+    for autograd's vᵀJ where full mode failed 3 of 12 entries and left 9 inconclusive. Now both fail the 3 entries
+    of the finite output, with autograd's numbers, and name the dead rows as not checked."""
+    def f(b):
+        return _SinOff.apply(b).sum(), torch.log(b * 0)
+
+    b = torch.tensor([0.3, -1.2, 2.0], dtype=F64, requires_grad=True)
+    for mode in ("directional", "full"):
+        res = ga.check(f, (b,), mode=mode)
+        (record,) = res.records
+        assert record.verdict == "fail" and record.reason.startswith("3 of 3 outside the allowance"), res.report()
+        assert "3 output elements not finite at the point" in record.reason
+        failed = [c for c in res.mismatches if c.verdict == "fail"]
+        assert len(failed) == 3 and all(math.isfinite(c.observed) for c in failed)
+        assert all(c.observed == pytest.approx(1.01 * c.reference, rel=1e-6) for c in failed)
+
+
 def test_a_nan_gradient_is_a_located_failure_in_both_modes():
     def nan_at_3(g, x):  # y = x^2: dy/dx = 2x; the backward writes NaN at element 3
         out = (2 * x * g).clone()

@@ -1046,8 +1046,9 @@ def _leave_out_dead(problem: Problem, vs: list[torch.Tensor], dead: list[torch.T
     inconclusive, Ridders shrinking its steps at every column, which made log of 200 elements, half of them
     negative, take 23,219 evaluations (0.94 s against gradcheck's 0.10 s), and counted them twice. Their rows
     are reported as not checked (:func:`_say_dead`), with the values the function gave there."""
-    if all(d is None or bool(d.all()) for d in dead):
-        return  # no output element is finite: nothing would be left to weigh
+    if all(d is not None and bool(d.all()) for d in dead):
+        return  # no output element is finite: nothing would be left to weigh (until 2026-12-06 this read "each output
+        # wholly finite or wholly not": an output -inf everywhere beside a finite one was weighed, and made vᵀf NaN)
     problem.dead = dead
     problem.at_point = list(problem.outputs)
     problem.outputs = [o if d is None else o.masked_fill(d.reshape(o.shape), 0.0)
@@ -1116,6 +1117,14 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
     cot = [v if v.dtype == o.dtype else v.to(o.dtype) for v, o in zip(vs, outs)]
     wrt = [xs[i] for i in problem.diff]
     differentiable = [(o, c) for o, c in zip(outs, cot) if o.requires_grad]
+    if problem.dead is not None:
+        # an output not finite anywhere at the point has weight 0 throughout (_leave_out_dead), and is left out of
+        # the backward: its backward may still make NaN of that 0 (log(0 x): 0 / 0), which made every element's
+        # vᵀJ NaN, and a wrong backward of the finite outputs beside it inconclusive in directional mode where
+        # full mode, judging each output's rows, failed it
+        live = [(o, c) for (o, c), d in zip(((o, c) for o, c in zip(outs, cot)), problem.dead)
+                if o.requires_grad and (d is None or not bool(d.all()))]
+        differentiable = live or differentiable
     if not differentiable:
         return tuple(None for _ in wrt), {}
     o_list, c_list = [o for o, _ in differentiable], [c for _, c in differentiable]
