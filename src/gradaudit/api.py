@@ -1122,8 +1122,7 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
         # the backward: its backward may still make NaN of that 0 (log(0 x): 0 / 0), which made every element's
         # vᵀJ NaN, and a wrong backward of the finite outputs beside it inconclusive in directional mode where
         # full mode, judging each output's rows, failed it
-        live = [(o, c) for (o, c), d in zip(((o, c) for o, c in zip(outs, cot)), problem.dead)
-                if o.requires_grad and (d is None or not bool(d.all()))]
+        live = [(o, c) for o, c, d in zip(outs, cot, problem.dead) if o.requires_grad and (d is None or not d.all())]
         differentiable = live or differentiable
     if not differentiable:
         return tuple(None for _ in wrt), {}
