@@ -507,7 +507,7 @@ def test_an_empty_input_beside_a_wrong_one_and_a_dead_output_is_judged_not_raise
         res = ga.check(f, (a, b), mode=mode)
         assert res.verdict != "pass" and res.records[0].input == "a", res.report()
         assert res.records[0].verdict == "inconclusive" and "not finite at the point" in res.records[0].reason
-        assert res.records[1].verdict in ("fail", "inconclusive")  # (directional: inconclusive, see README)
+        assert res.records[1].verdict == "fail" and res.records[1].reason.startswith("3 of 3 outside"), res.report()
 
 
 def test_an_output_dead_everywhere_beside_a_finite_one_is_left_out_in_every_mode():
