@@ -594,14 +594,15 @@ def _documented_parameters(fn: Callable[..., Any]) -> list[str]:
     return params
 
 
-def _generator(seed: int, stream: str) -> torch.Generator:
-    """An independent random stream per use: the same call gives the same draws."""
-    return E.seeded_generator(seed * 16 + SEED_STREAMS[stream])
-
-
 def _stream(seed: int, stream: str) -> E.Stream:
-    """:func:`_generator`'s stream, its first draws kept (evaluate.Stream)."""
+    """An independent random stream per use, its first draws kept (evaluate.Stream): the same call gives the same
+    draws."""
     return E.Stream(seed * 16 + SEED_STREAMS[stream])
+
+
+def _generator(seed: int, stream: str) -> torch.Generator:
+    """:func:`_stream`'s generator."""
+    return _stream(seed, stream).generator()
 
 
 # -- the check -----------------------------------------------------------------------------------
@@ -759,8 +760,8 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
     vs = []
     dead: list[torch.Tensor | None] = []  # per output, its elements not finite at the point (None: all finite)
     # a few output elements in all: rand's draws, one output after another, as kept Python floats (no generator)
-    drawn = E.first_draws(seed * 16 + SEED_STREAMS["weights"], sum(o.numel() for o in problem.outputs)) \
-        if E.LEAN and all(o.numel() <= TINY for o in problem.outputs) else None
+    drawn = _stream(seed, "weights").first(sum(o.numel() for o in problem.outputs)) \
+        if all(o.numel() <= TINY for o in problem.outputs) else None
     gen = _generator(seed, "weights") if drawn is None else None
     for k, o in enumerate(problem.outputs):
         if E.LEAN and o.numel() <= TINY:  # the same IEEE operations in Python floats: sign(s) (|s| + 0.5), s = 2 r - 1
