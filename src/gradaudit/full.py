@@ -1213,8 +1213,8 @@ def _banded(problem: Problem, gen: Callable[[], torch.Generator], info: Info) ->
     probe column reaches; none wider when that reaches no neighbour and the diagonal failed).
 
     Each hypothesis is tested twice with independent random weights on both sides; it is accepted
-    only when both draws agree on both sides. Cost: 4(2b+1) evaluations and 2(2b+1) backward rows
-    per hypothesis, instead of 2N and N.
+    only when both draws agree on both sides. Cost: 4(2b+1) evaluations per hypothesis, and 2(2b+1)
+    backward rows where the two numeric draws agree (none where they do not), instead of 2N and N.
     """
     import torch
 
@@ -1241,21 +1241,14 @@ def _banded(problem: Problem, gen: Callable[[], torch.Generator], info: Info) ->
         rr = idx.repeat(width)
         keep = (cc >= 0) & (cc < n)
         rr, cc = rr[keep], cc[keep]
-        draws = []
-        for _ in range(2):
-            w_num = torch.empty(n, dtype=torch.float64).uniform_(0.5, 1.5, generator=gen())  # 0.5 + r, exactly
-            w_ana = torch.empty(n, dtype=torch.float64).uniform_(0.5, 1.5, generator=gen())
-            groups = torch.zeros(2, width, n, dtype=torch.float64)  # column c in group c mod width
-            groups[0, idx % width, idx] = w_num
-            groups[1, idx % width, idx] = w_ana
-            comp = numeric_columns(problem, j, groups[0], hmin, info)[0]  # (width, M)
-            rows = analytic_rows(problem, k, groups[1], info)[0]
-            info["backward_rows"] = info.get("backward_rows", 0) + width
-            ana = None if rows is None else rows[rr % width, cc] / w_ana[rr]
-            if ana is not None and problem.dead is not None and problem.dead[0] is not None:
-                ana.masked_fill_(problem.dead[0][rr], 0.0)  # rows not finite at the point: not judged
-            draws.append((comp[cc % width, rr] / w_num[cc], ana))  # row r of the group holding column c
-        (n1, a1), (n2, a2) = draws
+        weights = [torch.empty(n, dtype=torch.float64).uniform_(0.5, 1.5, generator=gen())  # 0.5 + r, exactly
+                   for _ in range(4)]  # per draw: the numeric side's, then autograd's
+        groups = torch.zeros(4, width, n, dtype=torch.float64)  # column c in group c mod width
+        for d, w in enumerate(weights):
+            groups[d, idx % width, idx] = w
+        # both numeric draws first: where they disagree (the true Jacobian is not in this band), no backward is run
+        n1, n2 = (numeric_columns(problem, j, groups[d], hmin, info)[0][cc % width, rr] / weights[d][cc]
+                  for d in (0, 2))  # (width, M) -> row r of the group holding column c
         noise = STRUCTURE_ULPS * eps * f_scale[rr] / float(hmin) + STRUCTURE_REL * n1.abs()
         if not bool(((n1 - n2).abs() <= noise).all()):
             if reach == 0:
@@ -1265,6 +1258,15 @@ def _banded(problem: Problem, gen: Callable[[], torch.Generator], info: Info) ->
                 # band alike; the column groups from autograd's pattern judge it from here
                 return None
             continue  # the true Jacobian is not in this band
+        ana = []
+        for d in (1, 3):
+            rows = analytic_rows(problem, k, groups[d], info)[0]
+            info["backward_rows"] = info.get("backward_rows", 0) + width
+            a = None if rows is None else rows[rr % width, cc] / weights[d][rr]
+            if a is not None and problem.dead is not None and problem.dead[0] is not None:
+                a.masked_fill_(problem.dead[0][rr], 0.0)  # rows not finite at the point: not judged
+            ana.append(a)
+        a1, a2 = ana
         if (a1 is None) != (a2 is None) or (a1 is not None and a2 is not None
                                            and not bool(((a1 - a2).abs() <= STRUCTURE_ULPS * eps * (1 + a1.abs()))
                                                         .all())):
@@ -1551,13 +1553,17 @@ def _row_differences(problem: Problem, j: int, rows: torch.Tensor, cols: torch.T
 
     x = problem.inputs[j]
     flat = x.detach().reshape(-1)
-    width = max(1, _chunk(problem) // 2)
+    width = max(1, _chunk(problem, 2 * count) // 2)  # (a few rows: a loop of plain calls, no measuring forward)
     raw: list[list[torch.Tensor]] = [[] for _ in problem.outputs]
     taken = torch.zeros(len(cols), dtype=torch.float64)
     for a in range(0, count, width):
         b = min(count, a + width)
-        mine = (rows >= a) & (rows < b)
-        c, r = cols[mine], rows[mine] - a
+        mine: slice | torch.Tensor
+        if b - a == count:  # (one batch: every entry, no selection)
+            mine, c, r = slice(None), cols, rows
+        else:
+            mine = (rows >= a) & (rows < b)
+            c, r = cols[mine], rows[mine] - a
         up = flat.reshape(1, -1).repeat(b - a, 1)
         down = up.clone()
         up[r, c] += hs[mine].to(x.dtype)
