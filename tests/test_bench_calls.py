@@ -1,0 +1,33 @@
+"""bench/calls.py, where a check's time goes: its counts of the checked function's calls are the checks' own.
+
+A directional check of one input whose quick stage accepts calls the function 6 times: the first forward (its graph
+kept for the backward), the re-run at the same point that proves it deterministic, and Richardson's 4 points
+(h, -h, 2h, -2h); gradcheck's fast mode 4 times for one input and one output (the outputs, the two points +-eps u,
+and the forward its backward runs through)."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import torch
+
+
+def test_it_counts_each_tools_calls_and_leaves_the_process_as_it_was(capsys, bench_script):
+    threads, path = torch.get_num_threads(), list(sys.path)
+    status = bench_script("calls").main(["--ops", "sin", "--cases", "0", "--repeat", "1"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    rows = re.findall(r"^\| `(sin#\d)` \| \d+ \| \d+ \| (\d+) \| \d+ \| \d+ \| (\d+) \|$", out, re.M)
+    assert [r[0] for r in rows] == ["sin#0"], out  # (OpInfo has one sample of sin)
+    assert all((ours, anchor) == ("6", "4") for _, ours, anchor in rows), out
+    assert re.search(r"^\| around its calls \| [0-9.]+ \| [0-9.]+ \|$", out, re.M), out
+    assert torch.get_num_threads() == threads
+    assert [p for p in sys.path if p not in path and "site-packages" not in p] == []
+
+
+def test_no_case_to_time_is_a_clear_error(capsys, bench_script):
+    status = bench_script("calls").main(["--ops", "no_such_op", "--cases", "0", "--repeat", "1"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "error: no case to time" in err and "--ops" in err
