@@ -3,7 +3,7 @@
 A directional check of one input whose quick stage accepts calls the function 6 times: the first forward (its graph
 kept for the backward), the re-run at the same point that proves it deterministic, and Richardson's 4 points
 (h, -h, 2h, -2h); gradcheck's fast mode 4 times for one input and one output (the outputs, the two points +-eps u,
-and the forward its backward runs through)."""
+and the forward of its test of a backward given undefined gradients, _test_undefined_backward_mode)."""
 
 from __future__ import annotations
 
