@@ -67,13 +67,7 @@ def _run(args: argparse.Namespace) -> int:
 
     fast = args.mode == "directional"
     builder = opinfo.CaseBuilder(op_db, 2)
-    found = []
-    for op_index, op in opinfo.select_ops(op_db, args.ops, None):
-        for index in range(2):
-            meta = opinfo.build_meta(builder, op_index, index)
-            if meta.get("status") == "ok" and meta.get("jac") and meta["jac"] <= args.max_jac:
-                found.append((op_index, index, op.name + (f".{op.variant_test_name}" if op.variant_test_name
-                                                          else "") + f"#{index}"))
+    found = opinfo.built_cases(builder, args.ops, args.max_jac)
     if args.cases and args.cases < len(found):
         found = random.Random(args.seed).sample(found, args.cases)
     calls = [0]

@@ -726,6 +726,19 @@ def select_ops(op_db: list[Any], names: str | None, limit: int | None, dtype_nam
     return chosen[:limit] if limit is not None else chosen
 
 
+def built_cases(builder: CaseBuilder, names: str | None, max_jac: float) -> list[tuple[int, int, str]]:
+    """(op index, sample index, label "op.variant#sample") of every case of the ops with autograd (*names* applied)
+    whose sample builds and whose Jacobian has 1 to *max_jac* entries (bench/paired.py and bench/calls.py)."""
+    found = []
+    for op_index, op in select_ops(builder.op_db, names, None):
+        for index in range(2):
+            meta = build_meta(builder, op_index, index)
+            if meta.get("status") == "ok" and meta.get("jac") and meta["jac"] <= max_jac:
+                found.append((op_index, index, op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+                              + f"#{index}"))
+    return found
+
+
 def run_sweep(args: argparse.Namespace, out: Path) -> None:
     if not args.resume and out.exists() and out.stat().st_size:
         print(f"bench/opinfo.py: {out} exists; pass --resume to continue it or choose another --out",

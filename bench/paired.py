@@ -112,19 +112,14 @@ def _run(args: argparse.Namespace, base: Any, new: Any, op_db: list[Any], opinfo
     builder = opinfo.CaseBuilder(op_db, 2)
     fast = args.mode == "directional"
     cases = []
-    for op_index, op in opinfo.select_ops(op_db, args.ops, None):
-        for index in range(2):
-            meta = opinfo.build_meta(builder, op_index, index)
-            if meta.get("status") != "ok" or not meta.get("jac") or meta["jac"] > args.max_jac:
+    for op_index, index, label in opinfo.built_cases(builder, args.ops, args.max_jac):
+        fn, checked, _ = builder.case(op_index, index)
+        try:
+            if not gradcheck(fn, opinfo._fresh(checked), fast_mode=fast):
                 continue
-            fn, checked, _ = builder.case(op_index, index)
-            try:
-                if not gradcheck(fn, opinfo._fresh(checked), fast_mode=fast):
-                    continue
-            except Exception:
-                continue
-            label = op.name + (f".{op.variant_test_name}" if op.variant_test_name else "") + f"#{index}"
-            cases.append((label, fn, checked))
+        except Exception:
+            continue
+        cases.append((label, fn, checked))
     print(f"{len(cases)} cases (anchor passes, N*M <= {args.max_jac:g}); mode {args.mode}; base {args.base}, "
           f"new {args.new or 'the working tree'}")
     status = 0
