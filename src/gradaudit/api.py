@@ -23,7 +23,7 @@ from . import judge as J
 from .errors import EvaluationError, GradientMismatch, InputMutated, NotDeterministic, OutputsChanged, SpecError
 from .evaluate import TINY, Info, Problem, grad
 from .findings import Findings
-from .guard import CheckTimeout, time_limit
+from .guard import CheckTimeout, host_random, restore_host_random, time_limit
 from .naming import Described, describe, literal, rerun
 from .record import Comparison, ErrorInfo, Evidence, InputMeta, Location, Record
 from .render.common import plural
@@ -168,6 +168,7 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
             raise SpecError(f"input {i} has dtype {xs[i].dtype}; gradients exist only for floating-point and "
                             "complex tensors.", field="inputs")
     complex_in = [i for i in diff if xs[i].is_complex()]
+    fn = _with_private_buffers(fn)
     call: Callable[..., Any] = fn
     if spec is not None or complex_in:
 
@@ -230,6 +231,62 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
 _PLAIN = (int, float, bool, complex, str, bytes, type(None))  # arguments that are never pytree containers
 
 
+def _with_private_buffers(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """*fn*, each call of which runs the nn.Modules it evaluates on private copies of their buffers: batch norm in
+    train() mode updates its running statistics in place at every forward, and a check's many evaluations changed
+    the caller's model (and each saw the statistics the one before left). The modules are the ones *fn* names:
+    *fn* itself, a bound method's owner, a functools.partial's function and arguments, and the modules its code
+    reads from its closure or its globals (one level: not those of the functions it calls). Every call starts
+    from the buffers' values at the check's start, and the modules hold their own buffer objects again after it
+    (as check_module, whose own function is marked and left as it is). *fn* itself where it names none."""
+    if getattr(fn, "_gradaudit_private_buffers", False):
+        return fn
+    held = [(m._buffers, k, b) for module in _modules_named(fn) for m in module.modules()
+            for k, b in m._buffers.items() if b is not None]
+    if not held:
+        return fn
+    saved = [(own, k, b, b.detach().clone()) for own, k, b in held]  # (their values at the start)
+
+    def with_private_buffers(*args: Any, **kwargs: Any) -> Any:
+        for own, k, _, value in saved:
+            own[k] = value.clone()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            for own, k, b, _ in saved:
+                own[k] = b
+    return with_private_buffers
+
+
+def _modules_named(fn: Any) -> list[Any]:
+    """The nn.Modules *fn* names (see :func:`_with_private_buffers`), each once."""
+    import torch
+
+    named = [fn, getattr(fn, "__self__", None)]
+    if isinstance(fn, functools.partial):
+        named += [fn.func, *fn.args, *fn.keywords.values()]
+        named += [getattr(obj, "__self__", None) for obj in named[2:]]
+        fn = fn.func
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        cells = getattr(fn, "__closure__", None)
+        if cells:
+            for cell in cells:
+                try:
+                    named.append(cell.cell_contents)
+                except ValueError:  # (an empty cell)
+                    continue
+        scope = getattr(fn, "__globals__", None)
+        if scope:
+            named += [scope.get(name) for name in code.co_names]
+    module = torch.nn.Module
+    found: dict[int, Any] = {}
+    for obj in named:
+        if isinstance(obj, module):
+            found.setdefault(id(obj), obj)
+    return list(found.values())
+
+
 def _arguments(fn: Callable[..., Any], inputs: Sequence[Any] | Any, kwargs: Mapping[str, Any] | None,
                names: Sequence[str] | None, *, strict: bool = True) -> tuple[list[Any], list[str], Any]:
     """The arguments' leaves (nested tuples, lists and dicts flattened, the keyword arguments' after the positional
@@ -258,6 +315,13 @@ def _arguments(fn: Callable[..., Any], inputs: Sequence[Any] | Any, kwargs: Mapp
             if strict:
                 raise SpecError(f"names must be {len(xs)} strings, one per input"
                                 f"{' (after flattening)' if spec is not None else ''}; got {names!r}.", field="names")
+            return xs, [f"input{i}" for i in range(len(xs))], spec
+        if len(set(names)) != len(names):  # a report naming two inputs alike cannot say which one is wrong
+            if strict:
+                twice = next(n for i, n in enumerate(names) if n in names[:i])
+                raise SpecError(f"names must be distinct, one per input, so that a report says which input is wrong; "
+                                f"{twice!r} names more than one in {list(names)!r}. Give each input its own name.",
+                                field="names")
             return xs, [f"input{i}" for i in range(len(xs))], spec
         return xs, list(names), spec
     top = _arg_names(fn, len(args))
@@ -683,12 +747,13 @@ def _check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Describe
            timeout: float | None = None, kwargs: Mapping[str, Any] | None = None,
            notes: Sequence[str] = ()) -> CheckResult:
     """The check under its guards: gradients on (also inside the caller's no_grad or inference_mode), the
-    caller's grad mode and random state restored after, and the time limit."""
+    caller's grad mode and random state (torch's, Python's and NumPy's) restored after, and the time limit."""
     __tracebackhide__ = _hide_spec_errors
     import torch
 
     start = time.perf_counter()
     label = name or who.name
+    host = host_random()
     try:
         if timeout is None and torch.is_grad_enabled() and not torch.is_inference_mode_enabled():
             # the guards' context managers would change nothing on the way in (they cost more than a small check's
@@ -706,6 +771,8 @@ def _check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Describe
     except CheckTimeout as exc:
         timed_out = EvaluationError("timeout", exc)
         return _errored(label, who, mode, repro, *_labelled(fn, inputs, kwargs, names), timed_out, start)
+    finally:
+        restore_host_random(host)
 
 
 def _checked(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Described, repro: str, mode: str,
@@ -1015,6 +1082,15 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
             records.append(_method_record(problem, j, f, "autograd.grad", "autograd's gradient against the "
                                           "expectation given in expected=", etol, mode, who, label, repro,
                                           expected=expected[problem.diff.index(j)], compared=(want, got)))
+            findings.append(f)
+        # and against the numeric evidence, as a ledger's finite_difference channel judges the same expectation (the
+        # autograd channels' table, rtol 1e-7, passed an expectation 1e-8 off that the ledger failed)
+        for j, (f, etol, want, got, evidence) in _expected_numeric(problem, expected).items():
+            records.append(_method_record(problem, j, f, "finite_difference", "the expectation given in expected= "
+                                          "against finite differences (Ridders per element, as a ledger's "
+                                          "finite_difference channel)", etol, mode, who, label, repro,
+                                          expected=expected[problem.diff.index(j)], compared=(want, got),
+                                          evidence=evidence))
             findings.append(f)
     return records, findings
 
@@ -1327,6 +1403,50 @@ def _expected(problem: Problem, expected: Sequence[Any]
     return found
 
 
+def _expected_numeric(problem: Problem, expected: Sequence[Any]
+                      ) -> dict[int, tuple[Findings, ToleranceUsed, torch.Tensor, torch.Tensor, Evidence]]:
+    """The expectation per checked input (scalar output) against Ridders' estimate of each element, judged as a
+    ledger's finite_difference channel judges it (run._judge_gradient): the allowance derived from the evidence's
+    own bound, and where an element does not pass, one-sided slopes (a kink or a jump is inconclusive)."""
+    import torch
+
+    from .evaluate import halving_steps, ridders_columns, slopes
+    from .numeric import RIDDERS_BASE, RIDDERS_COLUMNS
+
+    found: dict[int, tuple[Findings, ToleranceUsed, torch.Tensor, torch.Tensor, Evidence]] = {}
+    f_size = max(1.0, abs(float(problem.outputs[0].detach().reshape(()))))
+    for pos, j in enumerate(problem.diff):
+        x = problem.inputs[j]
+        dtype = str(x.dtype).removeprefix("torch.")
+        etol = resolve("evidence_vs_expected", dtype, scheme="ridders")
+        want = torch.as_tensor(expected[pos], dtype=torch.float64).expand(x.shape)
+        cols = torch.arange(x.numel())
+        ((value, bound),) = ridders_columns(problem, j, cols, {})
+        value, bound = value.reshape(x.shape).to(torch.float64), bound.reshape(x.shape).to(torch.float64)
+        scale = f_size / x.detach().to(torch.float64).abs().clamp_min(1.0)
+        judged = J.judge(value, want, etol, observed_bound=bound, numeric="observed", scale=scale, precision=dtype)
+        pair = None
+        if bool((judged.verdict != J.PASS).any()):
+            suspect = (judged.verdict != J.PASS).reshape(-1).nonzero().flatten()
+            ((left, right, noise, _),) = slopes(problem, j, suspect, {})
+            sides = [torch.full((x.numel(),), math.nan, dtype=torch.float64) for _ in range(3)]
+            for side, got in zip(sides, (left, right, noise)):
+                side[suspect] = got.reshape(-1).to(torch.float64)
+            pair = (sides[0].reshape(x.shape), sides[1].reshape(x.shape))
+            judged = J.judge(value, want, etol, observed_bound=bound, numeric="observed", scale=scale,
+                             slopes=(*pair, sides[2].reshape(x.shape)), precision=dtype)
+        f = Findings(j, problem.names[j], tuple(x.shape), [()], reference_kind="expected")
+        f.add(judged, value, want, output=None, rows=torch.tensor(-1), cols=cols.reshape(x.shape), slopes=pair)
+        evidence = Evidence("finite_difference", "ridders",
+                            f"Ridders tableau from h0 = {RIDDERS_BASE:g} * max(1, |x|), halving per column "
+                            f"({RIDDERS_COLUMNS} columns)",
+                            tuple(halving_steps(x, RIDDERS_BASE, RIDDERS_COLUMNS).reshape(-1).tolist()), dtype,
+                            float(bound.max()) if bound.numel() else 0.0, 2 * RIDDERS_COLUMNS, (),
+                            {"f": float(problem.outputs[0].detach().reshape(()))})
+        found[j] = (f, etol, want, value, evidence)
+    return found
+
+
 # -- records ---------------------------------------------------------------------------------------
 
 def _problem_meta(problem: Problem) -> tuple[InputMeta, ...]:
@@ -1483,17 +1603,20 @@ def _given(problem: Problem, j: int) -> tuple[tuple[int, ...], str]:
 
 def _method_record(problem: Problem, j: int, f: Findings, method: str, derivation: str, tol: ToleranceUsed, mode: str,
                    who: Described, label: str, repro: str, expected: Any = None,
-                   compared: tuple[torch.Tensor, torch.Tensor] | None = None) -> Record:
-    """A record of another method than the vjp; with *compared* (expected=): the expected gradient and autograd's,
-    as the record's expected and observed values (the report showed None and None beside the expectation given)."""
+                   compared: tuple[torch.Tensor, torch.Tensor] | None = None,
+                   evidence: Evidence | None = None) -> Record:
+    """A record of another method than the vjp; with *compared* (expected=): the expected gradient and the observed
+    one (autograd's, or the numeric evidence's), as the record's expected and observed values (the report showed
+    None and None beside the expectation given)."""
     x = problem.inputs[j]
     dtype = str(x.dtype).removeprefix("torch.")
     shape, given = _given(problem, j)
     from .record import to_json
 
-    evidence = Evidence("autograd.grad" if method == "autograd.grad" else "finite_difference",
-                        None if method == "autograd.grad" else "richardson (h, 2h), then Ridders",
-                        precision=dtype)
+    if evidence is None:
+        evidence = Evidence("autograd.grad" if method == "autograd.grad" else "finite_difference",
+                            None if method == "autograd.grad" else "richardson (h, 2h), then Ridders",
+                            precision=dtype)
     return Record(
         suite="check", check=label, function=who.source, function_name=who.name,
         inputs=_problem_meta(problem), input=problem.names[j],
@@ -1636,6 +1759,7 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
                 raise InputMutated(_mutated_parameter(n, owners[n]))
         return loss_fn(out) if loss_fn is not None else out
 
+    fn._gradaudit_private_buffers = True  # type: ignore[attr-defined]  # (its buffers are private already)
     tensors = tuple(p.detach().clone().requires_grad_(True) for p in params.values())
     known = ("tolerance", "forward_ad", "order", "expected", "nondet_tol", "name", "timeout")
     unknown = sorted(set(options) - set(known))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .render.common import clean
+
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_USAGE = 2
@@ -26,13 +28,17 @@ class SpecError(GradauditError):
         super().__init__(self._compose())
 
     def _compose(self) -> str:
+        # where and field may hold the user's text (a file name, a key, a keyword argument): control characters
+        # escaped, as the messages' own quotes of it are, so an uncaught error prints none raw
+        where = None if self.where is None else clean(self.where, newlines=False)
+        field = None if self.field is None else clean(self.field, newlines=False)
         prefix = ""
-        if self.where and self.field:
-            prefix = f"{self.where}, field '{self.field}': "
-        elif self.where:
-            prefix = f"{self.where}: "
-        elif self.field:
-            prefix = f"field '{self.field}': "
+        if where and field:
+            prefix = f"{where}, field '{field}': "
+        elif where:
+            prefix = f"{where}: "
+        elif field:
+            prefix = f"field '{field}': "
         return prefix + self.bare_message
 
     def located(self, where: str) -> SpecError:

@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import judge as J
 from .errors import EvaluationError, InputMutated, SpecError
+from .guard import host_random, restore_host_random
 from .naming import Described, describe, tensor_literal
 from .record import (
     Allowance,
@@ -927,7 +928,7 @@ def compare(candidate: Callable[..., Any], reference: Callable[..., Any], inputs
     # every evaluation) and the random state (a function that draws advances it)
     modules = [f for f in (candidate, reference) if isinstance(f, torch.nn.Module)]
     buffers = [(b, b.detach().clone()) for m in modules for b in m.buffers()]
-    rng = torch.random.get_rng_state()
+    rng, host = torch.random.get_rng_state(), host_random()  # (host: Python's and NumPy's)
     try:
         return _compare(candidate, reference, inputs, dtypes=dtypes, ratio=ratio, seed=seed, device=device,
                         tolerance=tolerance, names=names, name=name)
@@ -936,6 +937,7 @@ def compare(candidate: Callable[..., Any], reference: Callable[..., Any], inputs
             for b, saved in buffers:
                 b.copy_(saved)
         torch.random.set_rng_state(rng)
+        restore_host_random(host)
 
 
 def _compare(candidate: Callable[..., Any], reference: Callable[..., Any], inputs: Sequence[Any] | Any, *,

@@ -1,0 +1,156 @@
+"""A check leaves the caller's world as it was: a model's buffers, Python's and NumPy's random states, and no
+control character of the caller's text raw in an error (a fresh-eyes audit found each of these broken)."""
+
+import functools
+import json
+import random
+import re
+
+import numpy as np
+import pytest
+import torch
+
+import gradaudit as ga
+import gradaudit.guard as guard
+from gradaudit.errors import SpecError
+
+F64 = torch.float64
+RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _batch_norm() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.BatchNorm1d(3).double().train()
+
+
+def _x() -> torch.Tensor:
+    return torch.linspace(-1.0, 2.0, 15, dtype=F64).reshape(5, 3).requires_grad_()
+
+
+def _kept(module: torch.nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, int]]:
+    values = {k: v.clone() for k, v in module.state_dict().items()}
+    objects = {f"{name}.{k}": id(b) for name, m in module.named_modules() for k, b in m._buffers.items()}
+    return values, objects
+
+
+def _unchanged(module: torch.nn.Module, kept: tuple[dict[str, torch.Tensor], dict[str, int]]) -> bool:
+    values, objects = _kept(module)
+    return objects == kept[1] and all(torch.equal(values[k], kept[0][k]) for k in kept[0])
+
+
+MODEL = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.BatchNorm1d(3)).double().train()
+
+
+def _global_loss(t: torch.Tensor) -> torch.Tensor:
+    return MODEL(t).square().sum()  # (the module named in the function's globals)
+
+
+def test_a_check_leaves_the_buffers_of_the_modules_it_evaluates_as_they_were():
+    # batch norm in train() mode updates its running statistics at every forward: a check's evaluations moved the
+    # caller's (running_mean from 0 to 0.25, num_batches_tracked to 41), where check_module left them alone
+    bn = _batch_norm()
+    kept = _kept(bn)
+    for fn in (bn, bn.forward, lambda t: bn(t).sum(), functools.partial(bn)):
+        assert ga.check(fn, (_x(),)).verdict == "pass"  # batch norm's backward is right
+        assert _unchanged(bn, kept)
+    ga.assert_gradients(bn, (_x(),), mode="directional")
+    assert _unchanged(bn, kept)
+    kept = _kept(MODEL)
+    assert ga.check(_global_loss, (_x(),)).verdict == "pass"
+    assert _unchanged(MODEL, kept)
+
+
+def test_every_evaluation_sees_the_buffers_as_they_were_at_the_start():
+    class Counted(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("n", torch.zeros((), dtype=F64))
+
+        def forward(self, t: torch.Tensor) -> torch.Tensor:
+            self.n += 1
+            return t * self.n
+
+    counted = Counted()
+    res = ga.check(counted, (_x(),))
+    # each evaluation starts from n = 0, so the function is t * 1, whose gradient is 1: deterministic, and right (the
+    # evaluations used to see n = 1, 2, 3, ...: a function that is not one function of its input)
+    assert res.verdict == "pass" and float(counted.n) == 0.0
+    model = torch.nn.Linear(3, 1).double()
+    model.register_buffer("calls", torch.zeros(()))
+    model.register_forward_hook(lambda m, args, out: m.calls.add_(1))
+    res = ga.check_module(model, (_x().detach(),))
+    assert res.verdict == "pass" and float(model.calls) == 0.0  # (check_module: its own private copies, as before)
+
+
+def _draws(t: torch.Tensor) -> torch.Tensor:
+    random.random()  # draws whose values the output does not use (a library sampling inside, say)
+    np.random.rand()
+    np.random.randn()  # (NumPy's legacy Gaussian: a cached second value)
+    return t.sin()
+
+
+def _numpy_state() -> tuple[object, ...]:
+    name, key, pos, has_gauss, gauss = np.random.get_state()
+    return name, key.tobytes(), pos, has_gauss, gauss
+
+
+def test_a_check_leaves_pythons_and_numpys_random_states_as_they_were():
+    x = torch.tensor([0.3, -1.2, 2.0], dtype=F64, requires_grad=True)
+    for mode in ("full", "directional"):
+        random.seed(1)
+        np.random.seed(1)
+        np.random.randn()  # (a cached Gaussian held: has_gauss 1)
+        python, numpy_ = random.getstate(), _numpy_state()
+        assert ga.check(_draws, (x,), mode=mode).verdict == "pass"
+        assert random.getstate() == python and _numpy_state() == numpy_
+    python, numpy_ = random.getstate(), _numpy_state()
+    ga.compare(_draws, torch.sin, (x,))
+    assert random.getstate() == python and _numpy_state() == numpy_
+
+
+def test_the_random_states_are_restored_where_they_cannot_be_read_in_place(monkeypatch):
+    # another interpreter, or a NumPy whose state is laid out otherwise: the full state is taken at every check
+    for name in ("_python", "_numpy"):
+        kept = guard._Kept()
+        kept.generator = random._inst if name == "_python" else np.random.mtrand._rand._bit_generator
+        monkeypatch.setattr(guard, name, kept)  # (confirmed False: never read in place)
+    random.seed(2)
+    np.random.seed(2)
+    python, numpy_ = random.getstate(), _numpy_state()
+    assert ga.check(_draws, (torch.tensor([0.5], dtype=F64, requires_grad=True),)).verdict == "pass"
+    assert random.getstate() == python and _numpy_state() == numpy_
+
+
+def test_the_random_states_are_read_in_place_only_where_that_reads_what_getstate_gives():
+    guard.host_random()
+    assert guard._python.confirmed and guard._numpy.confirmed  # (this interpreter: both layouts confirmed)
+    random.seed(3)
+    np.random.seed(3)
+    python, numpy_ = random.getstate(), _numpy_state()
+    saved = guard.host_random()
+    random.random()
+    np.random.rand()
+    guard.restore_host_random(saved)
+    assert random.getstate() == python and _numpy_state() == numpy_
+
+
+def test_a_spec_errors_where_and_field_show_control_characters_escaped(tmp_path):
+    error = SpecError("the message", where="file\x1b[2J.json record 1", field="k\x07")
+    assert not RAW.search(str(error)) and "\\x1b[2J" in str(error) and "\\x07" in str(error)
+    assert error.field == "k\x07" and error.where == "file\x1b[2J.json record 1"  # (the values themselves, as given)
+    ledger = tmp_path / "ledger.json"
+    ledger.write_text(json.dumps({"function": "x*x", "x": 3, "analytical_gradient": 6, "k\x1b[2J": {"value": 1,
+                                                                                                      "wat": 2}}))
+    with pytest.raises(SpecError) as info:
+        ga.read_ledger(ledger)
+    assert not RAW.search(str(info.value))
+    with pytest.raises(SpecError) as info:
+        ga.check(torch.sin, (torch.ones(2, dtype=F64, requires_grad=True),), **{"tol\x1b[2J\r": 1})
+    assert not RAW.search(str(info.value))
+
+
+def test_names_must_be_distinct():
+    x = torch.ones(2, dtype=F64, requires_grad=True)
+    with pytest.raises(SpecError, match="names must be distinct.*'a' names more than one") as info:
+        ga.check(lambda a, b: (a * b).sum(), (x, x.clone()), names=["a", "a"])
+    assert info.value.field == "names"
