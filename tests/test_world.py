@@ -58,6 +58,9 @@ def test_a_check_leaves_the_buffers_of_the_modules_it_evaluates_as_they_were():
     kept = _kept(MODEL)
     assert ga.check(_global_loss, (_x(),)).verdict == "pass"
     assert _unchanged(MODEL, kept)
+    kept = _kept(bn)
+    ga.compare(lambda t: bn(t), lambda t: bn(t), (_x(),))  # (ga.compare: restored after, modules found alike)
+    assert _unchanged(bn, kept)
 
 
 def test_every_evaluation_sees_the_buffers_as_they_were_at_the_start():

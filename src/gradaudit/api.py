@@ -23,7 +23,7 @@ from . import judge as J
 from .errors import EvaluationError, GradientMismatch, InputMutated, NotDeterministic, OutputsChanged, SpecError
 from .evaluate import TINY, Info, Problem, grad
 from .findings import Findings
-from .guard import CheckTimeout, host_random, restore_host_random, time_limit
+from .guard import CheckTimeout, host_random, restore_host_random, time_limit, with_private_buffers
 from .naming import Described, describe, literal, rerun
 from .record import Comparison, ErrorInfo, Evidence, InputMeta, Location, Record
 from .render.common import plural
@@ -168,7 +168,7 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
             raise SpecError(f"input {i} has dtype {xs[i].dtype}; gradients exist only for floating-point and "
                             "complex tensors.", field="inputs")
     complex_in = [i for i in diff if xs[i].is_complex()]
-    fn = _with_private_buffers(fn)
+    fn = with_private_buffers(fn)
     call: Callable[..., Any] = fn
     if spec is not None or complex_in:
 
@@ -229,62 +229,6 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
 
 
 _PLAIN = (int, float, bool, complex, str, bytes, type(None))  # arguments that are never pytree containers
-
-
-def _with_private_buffers(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """*fn*, each call of which runs the nn.Modules it evaluates on private copies of their buffers: batch norm in
-    train() mode updates its running statistics in place at every forward, and a check's many evaluations changed
-    the caller's model (and each saw the statistics the one before left). The modules are the ones *fn* names:
-    *fn* itself, a bound method's owner, a functools.partial's function and arguments, and the modules its code
-    reads from its closure or its globals (one level: not those of the functions it calls). Every call starts
-    from the buffers' values at the check's start, and the modules hold their own buffer objects again after it
-    (as check_module, whose own function is marked and left as it is). *fn* itself where it names none."""
-    if getattr(fn, "_gradaudit_private_buffers", False):
-        return fn
-    held = [(m._buffers, k, b) for module in _modules_named(fn) for m in module.modules()
-            for k, b in m._buffers.items() if b is not None]
-    if not held:
-        return fn
-    saved = [(own, k, b, b.detach().clone()) for own, k, b in held]  # (their values at the start)
-
-    def with_private_buffers(*args: Any, **kwargs: Any) -> Any:
-        for own, k, _, value in saved:
-            own[k] = value.clone()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            for own, k, b, _ in saved:
-                own[k] = b
-    return with_private_buffers
-
-
-def _modules_named(fn: Any) -> list[Any]:
-    """The nn.Modules *fn* names (see :func:`_with_private_buffers`), each once."""
-    import torch
-
-    named = [fn, getattr(fn, "__self__", None)]
-    if isinstance(fn, functools.partial):
-        named += [fn.func, *fn.args, *fn.keywords.values()]
-        named += [getattr(obj, "__self__", None) for obj in named[2:]]
-        fn = fn.func
-    code = getattr(fn, "__code__", None)
-    if code is not None:
-        cells = getattr(fn, "__closure__", None)
-        if cells:
-            for cell in cells:
-                try:
-                    named.append(cell.cell_contents)
-                except ValueError:  # (an empty cell)
-                    continue
-        scope = getattr(fn, "__globals__", None)
-        if scope:
-            named += [scope.get(name) for name in code.co_names]
-    module = torch.nn.Module
-    found: dict[int, Any] = {}
-    for obj in named:
-        if isinstance(obj, module):
-            found.setdefault(id(obj), obj)
-    return list(found.values())
 
 
 def _arguments(fn: Callable[..., Any], inputs: Sequence[Any] | Any, kwargs: Mapping[str, Any] | None,

@@ -13,11 +13,12 @@ the caller's random state afterwards.
 
 from __future__ import annotations
 
+import functools
 import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -243,3 +244,59 @@ def import_torch() -> None:
         return
     with deferring_sigint():
         import torch  # noqa: F401
+
+
+def with_private_buffers(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """*fn*, each call of which runs the nn.Modules it evaluates on private copies of their buffers: batch norm in
+    train() mode updates its running statistics in place at every forward, and a check's many evaluations changed
+    the caller's model (and each saw the statistics the one before left). The modules are the ones *fn* names:
+    *fn* itself, a bound method's owner, a functools.partial's function and arguments, and the modules its code
+    reads from its closure or its globals (one level: not those of the functions it calls). Every call starts
+    from the buffers' values at the check's start, and the modules hold their own buffer objects again after it
+    (as check_module, whose own function is marked and left as it is). *fn* itself where it names none."""
+    if getattr(fn, "_gradaudit_private_buffers", False):
+        return fn
+    held = [(m._buffers, k, b) for module in modules_named(fn) for m in module.modules()
+            for k, b in m._buffers.items() if b is not None]
+    if not held:
+        return fn
+    saved = [(own, k, b, b.detach().clone()) for own, k, b in held]  # (their values at the start)
+
+    def on_private_buffers(*args: Any, **kwargs: Any) -> Any:
+        for own, k, _, value in saved:
+            own[k] = value.clone()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            for own, k, b, _ in saved:
+                own[k] = b
+    return on_private_buffers
+
+
+def modules_named(fn: Any) -> list[Any]:
+    """The nn.Modules *fn* names (see :func:`with_private_buffers`), each once."""
+    import torch
+
+    named = [fn, getattr(fn, "__self__", None)]
+    if isinstance(fn, functools.partial):
+        named += [fn.func, *fn.args, *fn.keywords.values()]
+        named += [getattr(obj, "__self__", None) for obj in named[2:]]
+        fn = fn.func
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        cells = getattr(fn, "__closure__", None)
+        if cells:
+            for cell in cells:
+                try:
+                    named.append(cell.cell_contents)
+                except ValueError:  # (an empty cell)
+                    continue
+        scope = getattr(fn, "__globals__", None)
+        if scope:
+            named += [scope.get(name) for name in code.co_names]
+    module = torch.nn.Module
+    found: dict[int, Any] = {}
+    for obj in named:
+        if isinstance(obj, module):
+            found.setdefault(id(obj), obj)
+    return list(found.values())

@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import judge as J
 from .errors import EvaluationError, InputMutated, SpecError
-from .guard import host_random, restore_host_random
+from .guard import host_random, modules_named, restore_host_random
 from .naming import Described, describe, tensor_literal
 from .record import (
     Allowance,
@@ -926,8 +926,8 @@ def compare(candidate: Callable[..., Any], reference: Callable[..., Any], inputs
 
     # the caller's world as it was: modules' buffers (a BatchNorm in train() mode updates its running statistics at
     # every evaluation) and the random state (a function that draws advances it)
-    modules = [f for f in (candidate, reference) if isinstance(f, torch.nn.Module)]
-    buffers = [(b, b.detach().clone()) for m in modules for b in m.buffers()]
+    modules = {id(m): m for f in (candidate, reference) for m in modules_named(f)}  # (as ga.check finds them)
+    buffers = [(b, b.detach().clone()) for m in modules.values() for b in m.buffers()]
     rng, host = torch.random.get_rng_state(), host_random()  # (host: Python's and NumPy's)
     try:
         return _compare(candidate, reference, inputs, dtypes=dtypes, ratio=ratio, seed=seed, device=device,
