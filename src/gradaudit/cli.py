@@ -106,11 +106,16 @@ def _distinct_outputs(reading: tuple[str, ...] = (), **paths: str | None) -> Non
 
     seen: dict[str, str] = {os.path.realpath(t): f"the ledger {t}" for t in reading if os.path.isfile(t)}
     for option, path in paths.items():
-        if not path:
+        if path is None:
             continue
-        check_target(path)
-        real = os.path.realpath(path)
         name = "RESULTS" if option == "results" else f"--{option}"  # the positional argument has no option name
+        if not path:  # (--json '' was ignored without a word: no results file, exit 0)
+            example = {"json": "results.jsonl", "html": "report.html", "junit": "results.xml", "markdown": "summary.md",
+                       "output": "gradcheck.ipynb"}.get(option, "results.jsonl" if option == "results" else "v.png")
+            raise SpecError(f"{name} was given an empty path; give the path of a file, such as {example}"
+                            + (", or leave the option out." if option not in ("results", "output") else "."))
+        check_target(path, reading=option == "results")  # (RESULTS is read: "cannot write results" said of it)
+        real = os.path.realpath(path)
         if real in seen:
             raise SpecError(f"{seen[real]} and {name} name the same file ({path}); one would overwrite "
                             "the other. Give each report its own path.")
@@ -119,6 +124,29 @@ def _distinct_outputs(reading: tuple[str, ...] = (), **paths: str | None) -> Non
 
 #: the results files this command has written so far (what an interrupt message says)
 _WRITTEN: list[str] = []
+#: the Ctrl-C handler in place before the command finished writing (main() puts it back for a caller in this process)
+_SIGINT_BEFORE: list[Any] = []
+
+
+def _finished() -> None:
+    """The command has written every file it was asked for: it is done, and a Ctrl-C from now on is ignored, so the
+    exit code stays its own. One that landed during the last lines, or during Python's shutdown (whose default
+    action killed the process, exit 130 with no message, the files already replaced), said "interrupted", which
+    means nothing was written."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and not _SIGINT_BEFORE:
+        _SIGINT_BEFORE.append(signal.signal(signal.SIGINT, signal.SIG_IGN))
+
+
+def _restore_sigint() -> None:
+    import signal
+
+    if _SIGINT_BEFORE:
+        before = _SIGINT_BEFORE.pop()
+        if before is not None:  # (None: a handler not set from Python, which cannot be put back)
+            signal.signal(signal.SIGINT, before)
 
 
 def _render_reports(records: list[Any], header: dict[str, Any], html_path: str | None, junit_path: str | None,
@@ -217,6 +245,13 @@ def run(targets: tuple[str, ...], json_path: str | None, html_path: str | None, 
     from .render.text import make_console, render
     from .run import size_guard
 
+    if list_only:  # (--list --json P wrote nothing and said nothing)
+        given = [f"--{n}" for n, v in (("json", json_path), ("html", html_path), ("junit", junit_path),
+                                       ("markdown", markdown_path)) if v is not None]
+        if given:
+            raise SpecError(f"--list lists the checks without running them, so there are no results for "
+                            f"{' and '.join(given)} to write; leave {'them' if len(given) > 1 else 'it'} out, or drop "
+                            "--list to run the checks.")
     _distinct_outputs(targets, json=json_path, html=html_path, junit=junit_path, markdown=markdown_path)
     loaded = _select(_load_targets(targets), pattern)
     console = make_console(width=width)
@@ -256,6 +291,7 @@ def run(targets: tuple[str, ...], json_path: str | None, html_path: str | None, 
     # after the table: a file that cannot be written does not hide the results
     outputs = [(json_path, results_text(records, header), f"records: {json_path}")] if json_path else []
     written = _write_all(outputs + _render_reports(records, header, html_path, junit_path, markdown_path))
+    _finished()
     for line in written:
         console.print(clean(line), highlight=False, markup=False)
     if not any(r.executed and r.verdict != "skipped" for r in records):
@@ -293,7 +329,9 @@ def report(results: str, html_path: str | None, junit_path: str | None, markdown
         if run_failed(summarize(records)):
             sys.exit(EXIT_CHECK_FAILED)
         return
-    for line in _write_all(_render_reports(records, header, html_path, junit_path, markdown_path)):
+    written = _write_all(_render_reports(records, header, html_path, junit_path, markdown_path))
+    _finished()
+    for line in written:
         click.echo(line)
     if run_failed(summarize(records)):
         sys.exit(EXIT_CHECK_FAILED)
@@ -323,6 +361,7 @@ def notebook(output: str, execute: bool, suite_names: tuple[str, ...], ledgers: 
     if execute:
         nbr.execute(nb, cwd=Path(output).resolve().parent)
     nbr.write(nb, output)
+    _finished()
     click.echo(f"notebook: {output}" + (" (executed)" if execute else ""))
 
 
@@ -346,6 +385,7 @@ def plan(targets: tuple[str, ...], json_path: str | None) -> None:
     records = [r for _, checks in _load_targets(targets) for r in plan_checks(checks)]
     if json_path:
         write_atomic(json_path, results_text(records, {"targets": list(targets), "planned": True}))
+        _finished()
         click.echo(f"{len(records)} planned records: {json_path}")
     else:
         for r in records:
@@ -396,11 +436,15 @@ def steps(function: str, at: tuple[str, ...], wrt: str | None, dtypes: tuple[str
     if json_path:
         write_atomic(json_path, dumps(result, indent=2) + "\n")
         click.echo(f"study: {json_path}")
+    written: list[Path] = []
     if plots:
         from .render.plots import step_plot
 
-        for path in step_plot(result, plots):
-            click.echo(f"plot: {path}")
+        written = step_plot(result, plots)
+    if json_path or plots:
+        _finished()
+    for path in written:
+        click.echo(f"plot: {path}")
 
 
 @cli.command()
@@ -457,7 +501,19 @@ class _PipeSafe:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: user errors become one readable paragraph and exit code 2."""
+    """Entry point: user errors become one readable paragraph and exit code 2.
+
+    Without *argv* this is the program (the ``gradaudit`` command, ``python -m gradaudit``): once a command has
+    written its files, Ctrl-C stays ignored until the process ends. Called with *argv* (from Python, in a process
+    that goes on), the caller's Ctrl-C handler is put back on the way out."""
+    try:
+        _main_stdout(argv)
+    finally:
+        if argv is not None:
+            _restore_sigint()
+
+
+def _main_stdout(argv: list[str] | None) -> None:
     stdout = sys.stdout
     if stdout is None:  # no standard output at all (closed before start): click writes nothing
         _main(argv)

@@ -213,6 +213,7 @@ def parse(text: str, *, allowed_names: tuple[str, ...] | None = None) -> Expr:
     names: list[str] = []
     functions: list[str] = []
     _validate(tree, text, names, functions, allowed_names, 0)
+    _fold(tree, text)
     return Expr(text=text, tree=tree, names=tuple(dict.fromkeys(names)),
                 functions=tuple(dict.fromkeys(functions)))
 
@@ -348,6 +349,49 @@ def call_params(node: ast.Call, text: str) -> dict[str, Any]:
             raise SpecError(f"in {text!r}, clamp() gets min {given['min']!r} above max {given['max']!r}; "
                             "min must not exceed max.")
     return given
+
+
+def _fold(node: ast.AST, text: str) -> float | None:
+    """The value of a constant part (numbers, pi, + - * / ** and signs between them, as :func:`_evaluate`
+    computes it: Python floats), or None where the part holds an input or a call. A constant part that overflows,
+    divides by zero or is not a real number is refused at parse (it gave the error verdict at every evaluation,
+    after a load and plan that passed)."""
+    if isinstance(node, ast.Constant):
+        assert isinstance(node.value, (int, float))  # validated by _validate
+        return float(node.value)
+    if isinstance(node, ast.Name):
+        return CONSTANTS.get(node.id)
+    if isinstance(node, ast.UnaryOp):
+        operand = _fold(node.operand, text)
+        return None if operand is None else -operand if isinstance(node.op, ast.USub) else operand
+    if isinstance(node, ast.Call):  # its tensor arguments are parts of their own (its parameters are checked)
+        assert isinstance(node.func, ast.Name)  # validated by _validate_call
+        for arg in node.args[:TENSOR_ARGS[node.func.id]]:
+            _fold(arg, text)
+        return None
+    if not isinstance(node, ast.BinOp):
+        return None
+    left, right = _fold(node.left, text), _fold(node.right, text)
+    if left is None or right is None:
+        return None
+    why = ""
+    try:
+        value: Any = _BINOPS[type(node.op)][1](left, right)
+    except OverflowError:
+        why = "overflows a float64 (at most about 1.8e308)"
+    except ZeroDivisionError as exc:
+        why = f"divides by zero ({exc})"
+    else:
+        if not isinstance(value, float):  # (-8)**0.5 is a complex number
+            why = f"is not a real number ({value})"
+        elif not math.isfinite(value):  # 1e308*10: inf without an OverflowError
+            why = f"is {value}, not a finite number"
+    if why:
+        part = ast.get_source_segment(text.strip(), node) or ast.unparse(node)
+        part = part if len(part) <= 40 else part[:37] + "..."
+        raise SpecError(f"the expression {text!r} has the constant part {part!r}, which cannot be computed: it "
+                        f"{why}. Ledger constants are float64 numbers; write the constant you mean.")
+    return float(value)
 
 
 def _finite(value: float) -> bool:

@@ -48,10 +48,15 @@ INPUT_KEYS = ("value", "dtype", "device", "requires_grad")
 def read_ledger(path: str | Path) -> list[Expectation]:
     """Load the checks of a JSON or TOML ledger file; SpecError names the file and field."""
     p = Path(path)
-    if not p.exists():
+    try:
+        exists, is_dir = p.exists(), p.is_dir()
+    except OSError as exc:  # a name too long for the file system, no permission on a folder: a bare OSError
+        raise SpecError(f"cannot be read: {exc.strerror or exc}. Give the path of a .json or .toml ledger.",
+                        where=str(path)) from None
+    if not exists:
         raise SpecError("no such ledger file. Give the path of a .json or .toml ledger, or the "
                         "name of a built-in suite.", where=str(path))
-    if p.is_dir():
+    if is_dir:
         raise SpecError("this is a directory; give a .json or .toml ledger file.", where=str(path))
     try:
         # (utf-8-sig: a byte-order mark, as some editors on Windows write, is read past; JSON's message asked the
@@ -69,9 +74,12 @@ def parse_text(text: str, suffix: str, *, where: str) -> Any:
         raise SpecError(f"has the extension '{suffix}'; ledgers are .json or .toml files.", where=where)
     try:
         if suffix == ".toml":
-            data = tomllib.loads(text)
+            data = tomllib.loads(text)  # (TOML refuses a key written twice itself: "Cannot overwrite a value")
         else:
-            data = json.loads(text, parse_constant=_refuse_constant)
+            data = _loads(text)
+    except DuplicateKey as exc:
+        raise SpecError(exc.message(), where=where if exc.record is None else f"{where} record {exc.record}",
+                        field=exc.field) from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"is not valid TOML: {exc}. Fix the syntax at that place.", where=where) from None
     except json.JSONDecodeError as exc:
@@ -109,7 +117,90 @@ def check_nesting(data: Any, *, where: str) -> None:
 
 
 def _refuse_constant(name: str) -> Any:
-    raise json.JSONDecodeError(f"{name} is not JSON; write a number", name, 0)
+    raise _Constant(name)
+
+
+class _Constant(ValueError):
+    """NaN, Infinity or -Infinity in JSON text (Python reads them; JSON has no such numbers)."""
+
+
+class DuplicateKey(ValueError):
+    """A JSON object that gives one key twice (json keeps the last value, dropping the first without a word)."""
+
+    def __init__(self, root: Any, path: tuple[Any, ...], key: str, values: tuple[Any, Any]):
+        self.root, self.path, self.key, self.values = root, path, key, values
+        super().__init__(key)
+
+    @property
+    def record(self) -> int | None:
+        """The ledger record (from 1) that holds the object; None for the file's top level."""
+        root, path = self.root, self.path
+        if isinstance(root, list):
+            return path[0] + 1 if path else None
+        if isinstance(root, dict) and "checks" in root:
+            return path[1] + 1 if len(path) >= 2 and path[0] == "checks" and isinstance(path[1], int) else None
+        return 1
+
+    @property
+    def field(self) -> str:
+        """The key's place inside its record (or the file), dotted: x, x.value, tolerance.atol."""
+        inner = self.path[(0 if self.record is None else 1 if isinstance(self.root, list)
+                           else 2 if isinstance(self.root, dict) and "checks" in self.root else 0):]
+        return ".".join([*(str(k) for k in inner), self.key])
+
+    def message(self, inside: str = "") -> str:
+        first, second = (_short_json(v) for v in self.values)
+        return (f"the key {self.key!r}{inside} is given twice ({first}, then {second}); JSON keeps only the last "
+                "value, so the other would be dropped without a word. Write each key once.")
+
+
+def _short_json(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=True)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _loads(text: str) -> Any:
+    """json.loads for ledgers and results: NaN and Infinity refused (a JSONDecodeError at their line and column),
+    a key given twice in one object refused (DuplicateKey: the first such object met from the top, depth first)."""
+    twice: dict[int, tuple[dict[str, Any], str, tuple[Any, Any]]] = {}  # (the object kept: its id stays its own)
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(items)
+        if len(obj) < len(items):
+            seen: dict[str, Any] = {}
+            for key, value in items:
+                if key in seen:
+                    twice[id(obj)] = (obj, key, (seen[key], value))
+                    break
+                seen[key] = value
+        return obj
+
+    try:
+        data = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=pairs)
+    except _Constant as exc:
+        raise json.JSONDecodeError(f"{exc} is not JSON; write a number", text, _constant_at(text)) from None
+    if twice:
+        stack: list[tuple[Any, tuple[Any, ...]]] = [(data, ())]  # in the order of the text (depth first)
+        while stack:
+            value, path = stack.pop()
+            if isinstance(value, dict):
+                if id(value) in twice:
+                    _, key, values = twice[id(value)]
+                    raise DuplicateKey(data, path, key, values)
+                stack.extend(reversed([(v, (*path, k)) for k, v in value.items()]))
+            elif isinstance(value, list):
+                stack.extend(reversed([(v, (*path, i)) for i, v in enumerate(value)]))
+    return data
+
+
+def _constant_at(text: str) -> int:
+    """Where the first NaN/Infinity outside a string is (the decoder read up to it; its hook is not told where)."""
+    import re
+
+    for m in re.finditer(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)', text):
+        if m.group(1):
+            return m.start(1)
+    return 0
 
 
 def parse_ledger(data: Any, *, where: str, suite: str = "") -> list[Expectation]:
@@ -268,25 +359,40 @@ def as_path(path: Any) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise SpecError(f"the results path must be a str or a pathlib.Path; got {type(path).__name__} ({path!r}).",
                         field="path")
+    if not os.fspath(path):  # (Path("") is ".", the current folder: "  is a directory" said nothing useful)
+        raise SpecError("the results path is empty; give the path of a file, such as results.jsonl.", field="path")
     return Path(path)
 
 
-def check_target(path: str | Path) -> Path:
+def check_target(path: str | Path, *, reading: bool = False) -> Path:
     """The file a report will replace: a regular file or a new one, never a FIFO, device or directory.
-    A symbolic link is followed (the link stays, its target is replaced). Returns the path to write."""
-    p = as_path(path)
-    target = Path(os.path.realpath(p)) if p.is_symlink() else p
+    A symbolic link is followed (the link stays, its target is replaced). Returns the path to write.
+
+    With *reading*, the results file ``gradaudit report`` reads: the same checks (a FIFO would block the read),
+    said of a file to read. A path that cannot be looked at (a name too long for the file system, a loop of
+    symbolic links, no permission on a folder) is a SpecError, never a bare OSError."""
+    p = target = as_path(path)
     try:
+        target = Path(os.path.realpath(p)) if p.is_symlink() else p
         mode = os.stat(target).st_mode
     except FileNotFoundError:
-        return target
+        return target  # (a results file to read that is missing is said by read_results)
     except OSError as exc:
-        raise GradauditError(f"{path}: cannot write results here: {exc.strerror}. Choose a writable path.") from None
+        if reading:
+            raise SpecError(f"cannot read results here: {exc.strerror or exc}. Give the path of a results file that "
+                            "gradaudit run ... --json PATH wrote.", where=str(path)) from None
+        raise SpecError(f"cannot write results here: {exc.strerror or exc}. Choose a writable path (a file name "
+                        "the file system accepts, in a folder you may write).", where=str(path)) from None
     if stat.S_ISDIR(mode):
+        if reading:
+            raise SpecError("this is a directory; give the path of a results file inside it.", where=str(path))
         raise GradauditError(f"{path} is a directory; give the path of a results file inside it.")
     if not stat.S_ISREG(mode):
         kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a character device" if stat.S_ISCHR(mode)
                 else "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "special")
+        if reading:
+            raise SpecError(f"this is {kind}, not a regular file; gradaudit report reads the results file that "
+                            "gradaudit run ... --json PATH wrote. Give the path of that file.", where=str(path))
         raise GradauditError(f"{path} is {kind}, not a regular file; results are written atomically by replacing "
                              "a regular file, which would destroy it. Give the path of a file.")
     return target
@@ -440,8 +546,11 @@ def read_results(path: str | Path) -> tuple[dict[str, Any], list[Record]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line, parse_constant=_refuse_constant)
+            obj = _loads(line)
             check_nesting(obj, where=f"line {n}")
+        except DuplicateKey as exc:
+            inside = f" (in {'.'.join(map(str, exc.path))})" if exc.path else ""
+            raise SpecError(f"line {n}: {exc.message(inside)}", where=str(path)) from None
         except json.JSONDecodeError as exc:
             raise SpecError(f"line {n} is not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}."
                             + _looks_like_a_ledger(p, lines), where=str(path)) from None

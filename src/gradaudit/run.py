@@ -9,7 +9,7 @@ import math
 import re
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import expr as _expr
@@ -111,10 +111,40 @@ def probe_expectation(probe: Probe, fact: str) -> Record:
         source=probe.source)
 
 
+def checks_of(checks: Any, what: str = "ga.run") -> list[Expectation | Probe]:
+    """*checks* as a list, each an Expectation or a Probe; anything else a SpecError saying what was seen (a string,
+    a number, None raised an AttributeError from inside the run)."""
+    expected = (f"{what} takes a list of checks: ga.Expectation or ga.Probe objects, such as ga.read_ledger(path) "
+                "returns")
+    if isinstance(checks, (Expectation, Probe)):
+        raise SpecError(f"{expected}; got one {type(checks).__name__}. Put it in a list: {what}([check]).",
+                        field="checks")
+    if isinstance(checks, (str, bytes, Mapping)) or not isinstance(checks, Iterable):
+        hint = ""
+        if isinstance(checks, str):
+            hint = (f" To run a ledger file: {what}(ga.read_ledger({_shown(checks)}))."
+                    if checks.lower().endswith((".json", ".toml")) else
+                    f" An expression becomes a check as ga.Expectation(name, {_shown(checks)}, inputs={{...}}, "
+                    "expected={...}); a Python function is checked by ga.check(fn, inputs).")
+        raise SpecError(f"{expected}; got {type(checks).__name__} ({_shown(checks)}).{hint}", field="checks")
+    out = list(checks)
+    for i, c in enumerate(out):
+        if not isinstance(c, (Expectation, Probe)):
+            raise SpecError(f"{expected}; item {i} is {type(c).__name__} ({_shown(c)}). A ledger record as a dict "
+                            "becomes checks through ga.read_ledger (a file) or gradaudit.ledger.parse_ledger(data, "
+                            "where=...).", field="checks")
+    return out
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def plan(checks: Iterable[Expectation | Probe], *, environment_id: str | None = None) -> list[Record]:
     """Records of what will be checked, without running any check (no backward, no finite differences)."""
     out = []
-    for c in checks:
+    for c in checks_of(checks, "ga.plan"):
         if isinstance(c, Probe):
             out += [dataclasses.replace(probe_expectation(c, fact), environment=environment_id) for fact in c.expected]
         else:
@@ -135,7 +165,7 @@ def run(checks: Iterable[Expectation | Probe], *, environment_id: str | None = N
     """
     from .spec import check_timeout
 
-    checks = list(checks)
+    checks = checks_of(checks)
     check_timeout(timeout)
     size_guard(checks, max_elements)
     records: list[Record] = []

@@ -342,6 +342,10 @@ def _device_available(spec: InputSpec) -> None:
     except (RuntimeError, ValueError):
         raise SpecError(f"the input '{spec.name}' names device {spec.device!r}, which is not a torch device; "
                         "write 'cpu', 'cuda', 'cuda:1', 'mps' ...", field=f"{spec.name}.device") from None
+    if device.type == "meta":  # (it loaded and planned, then every method gave the error verdict)
+        raise SpecError(f"the input '{spec.name}' is on the meta device, which holds shapes but no values: a gradient "
+                        "check needs values (the function's, autograd's, finite differences'). Use device 'cpu', or "
+                        "'cuda' on a machine with a GPU.", field=f"{spec.name}.device")
     if device.type == "cuda" and not torch.cuda.is_available():
         why = "this torch build has no CUDA" if torch.version.cuda is None else "no CUDA device is visible"
         raise SpecError(f"the input '{spec.name}' asks for device {spec.device!r}, which is not available here "
