@@ -111,15 +111,15 @@ def fixed_rng(seed: int, devices: Sequence[int] = ()) -> Iterator[None]:
 
 
 class _Kept:
-    """What :func:`host_random` keeps of one global generator between checks: the bytes of its state as read in
-    place, the full state its own API gave when the bytes last read so, and whether reading them in place was
-    confirmed against that API for this generator (False: the full state is taken at every check)."""
+    """What :func:`host_random` keeps of one global generator between checks: how to read a fingerprint of its state
+    in place, whether that was confirmed against its own API for this generator (False: the full state is taken at
+    every check), the fingerprint when the full state was last taken, and that state."""
 
     def __init__(self) -> None:
         self.generator: Any = None
-        self.view: Any = None
+        self.read: Callable[[], Any] | None = None
         self.confirmed = False
-        self.seen: bytes | None = None
+        self.seen: Any = None
         self.full: Any = None
 
 
@@ -131,12 +131,13 @@ def host_random() -> tuple[Any, Any]:
     """Python's and NumPy's global random states, for :func:`restore_host_random`: a function that draws from
     random or np.random (whose values then do not depend on it, or the check says it is not deterministic) is
     called many times by a check, and each call advanced the caller's generators. Torch's are fixed per evaluation
-    and restored there (Problem._call). Taking either state in full costs 6 and 30 µs, about 4% of a small check:
-    their bytes are read in place instead (MT19937's 624 words and position, the layout confirmed once against
-    getstate/get_state), and the full state is taken only where they moved since the last check. Python's
-    gauss_next is compared too; NumPy's legacy Gaussian cache (randn's second value), which a draw can use up
-    without moving those bytes, is put back as get_state last gave it."""
-    return _python_state(), _numpy_state()
+    and restored there (Problem._call). Taking either state through its API costs 6 and 30 µs, about 4% of a small
+    check, so each is taken only where a fingerprint read in place moved since it was last taken: MT19937's
+    position and its first, second, third and last two words (a draw moves the position, one that brings it round
+    again has regenerated every word, and seeding sets them all; the layout confirmed once against
+    getstate/get_state). Python's gauss_next is in its fingerprint; NumPy's legacy Gaussian cache (randn's second
+    value), which a draw can use up without moving the words, is put back as get_state last gave it."""
+    return _state(_python, _python_setup, lambda g: g.getstate()), _numpy_state()
 
 
 def restore_host_random(saved: tuple[Any, Any]) -> None:
@@ -144,47 +145,66 @@ def restore_host_random(saved: tuple[Any, Any]) -> None:
     py, np_saved = saved
     if py is not None:
         inst, seen, full = py
-        if seen is None or _python.generator is not inst or _python_bytes(inst) != seen:
+        if seen is None or _python.generator is not inst or _python.read is None or _python.read() != seen:
             inst.setstate(full)
     if np_saved is not None:
         generator, seen, full = np_saved
         np = sys.modules.get("numpy")
-        if np is not None and (seen is None or _numpy.generator is not generator or bytes(_numpy.view) != seen):
+        if np is not None and (seen is None or _numpy.generator is not generator or _numpy.read is None
+                               or _numpy.read() != seen):
             np.random.set_state(full)
 
 
-def _python_bytes(inst: Any) -> bytes:
-    return bytes(_python.view) + repr(getattr(inst, "gauss_next", None)).encode()
+def _state(kept: _Kept, setup: Callable[[Any], Callable[[], Any] | None], full: Callable[[Any], Any],
+           generator: Any = None) -> tuple[Any, Any, Any] | None:
+    """(generator, fingerprint or None, full state) of one global generator (:func:`host_random`)."""
+    if generator is None:
+        rnd = sys.modules.get("random")
+        generator = getattr(rnd, "_inst", None)
+        if generator is None:
+            return None
+    if kept.generator is not generator:
+        kept.generator, kept.read, kept.seen = generator, None, None
+        try:
+            kept.read = setup(generator)
+        except Exception:  # noqa: BLE001  (another interpreter or NumPy: the full state every time)
+            kept.read = None
+    if kept.read is None:
+        return (generator, None, full(generator))
+    now = kept.read()
+    if now != kept.seen:
+        kept.seen, kept.full = now, full(generator)
+    return (generator, now, kept.full)
 
 
-def _python_state() -> tuple[Any, bytes | None, Any] | None:
-    rnd = sys.modules.get("random")
-    inst = getattr(rnd, "_inst", None)
-    if inst is None:
+def _mt_reader(words: int, position: int) -> Callable[[], Any]:
+    """A fingerprint of the MT19937 state whose 624 uint32 key words start at address *words* and whose int position
+    is at address *position*: the position, the first four words and the last two."""
+    import ctypes
+
+    head = (ctypes.c_uint32 * 4).from_address(words)
+    tail = (ctypes.c_uint32 * 2).from_address(words + 4 * (_MT_WORDS - 2))
+    pos = ctypes.c_int32.from_address(position)
+    return lambda: (pos.value, head[0], head[1], head[2], head[3], tail[0], tail[1])
+
+
+def _python_setup(inst: Any) -> Callable[[], Any] | None:
+    """CPython's RandomObject: the object header, an int index, then the 624 uint32 words (confirmed against
+    getstate); None where it is laid out otherwise."""
+    import array
+    import ctypes
+
+    version, internal, _ = inst.getstate()
+    at = id(inst) + object.__basicsize__
+    words = array.array("I", internal[:_MT_WORDS]).tobytes()
+    index = int(internal[_MT_WORDS]).to_bytes(4, sys.byteorder, signed=True)
+    if version != 3 or array.array("I").itemsize != 4 or ctypes.string_at(at, 4 + 4 * _MT_WORDS) != index + words:
         return None
-    if _python.generator is not inst:
-        _python.generator, _python.view, _python.confirmed, _python.seen = inst, None, False, None
-        try:  # CPython's RandomObject: the object header, an int index, then the 624 uint32 words
-            import array
-            import ctypes
-
-            version, internal, _ = inst.getstate()
-            view = (ctypes.c_char * (4 + 4 * _MT_WORDS)).from_address(id(inst) + object.__basicsize__)
-            words = array.array("I", internal[:_MT_WORDS]).tobytes()
-            index = int(internal[_MT_WORDS]).to_bytes(4, sys.byteorder, signed=True)
-            if version == 3 and array.array("I").itemsize == 4 and bytes(view) == index + words:
-                _python.view, _python.confirmed = view, True
-        except Exception:  # noqa: BLE001  (another interpreter: the full state every time)
-            _python.confirmed = False
-    if not _python.confirmed:
-        return (inst, None, inst.getstate())
-    now = _python_bytes(inst)
-    if now != _python.seen:
-        _python.seen, _python.full = now, inst.getstate()
-    return (inst, now, _python.full)
+    mt = _mt_reader(at + 4, at)
+    return lambda: (mt(), inst.gauss_next)
 
 
-def _numpy_state() -> tuple[Any, bytes | None, Any] | None:
+def _numpy_state() -> tuple[Any, Any, Any] | None:
     np = sys.modules.get("numpy")
     if np is None:
         return None
@@ -192,26 +212,23 @@ def _numpy_state() -> tuple[Any, bytes | None, Any] | None:
         generator = np.random.mtrand._rand._bit_generator
     except AttributeError:  # (not the NumPy this knows)
         return (None, None, np.random.get_state())
-    if _numpy.generator is not generator:
-        _numpy.generator, _numpy.view, _numpy.confirmed, _numpy.seen = generator, None, False, None
-        try:  # MT19937's state struct: the 624 uint32 key words, then an int position
-            import ctypes
+    return _state(_numpy, _numpy_setup, lambda g: np.random.get_state(), generator)
 
-            if type(generator).__name__ == "MT19937":
-                view = (ctypes.c_char * (4 * _MT_WORDS + 4)).from_address(generator.ctypes.state_address)
-                state = generator.state["state"]
-                raw = bytes(view)
-                pos = int.from_bytes(raw[4 * _MT_WORDS:], sys.byteorder, signed=True)
-                if raw[:4 * _MT_WORDS] == state["key"].tobytes() and pos == int(state["pos"]):
-                    _numpy.view, _numpy.confirmed = view, True
-        except Exception:  # noqa: BLE001  (no ctypes interface: the full state every time)
-            _numpy.confirmed = False
-    if not _numpy.confirmed:
-        return (generator, None, np.random.get_state())
-    now = bytes(_numpy.view)
-    if now != _numpy.seen:
-        _numpy.seen, _numpy.full = now, np.random.get_state()
-    return (generator, now, _numpy.full)
+
+def _numpy_setup(generator: Any) -> Callable[[], Any] | None:
+    """NumPy's MT19937 state struct: the 624 uint32 key words, then an int position (confirmed against its state);
+    None for another bit generator or layout."""
+    import ctypes
+
+    if type(generator).__name__ != "MT19937":
+        return None
+    at = generator.ctypes.state_address
+    raw = ctypes.string_at(at, 4 * _MT_WORDS + 4)
+    state = generator.state["state"]
+    pos = int.from_bytes(raw[4 * _MT_WORDS:], sys.byteorder, signed=True)
+    if raw[:4 * _MT_WORDS] != state["key"].tobytes() or pos != int(state["pos"]):
+        return None
+    return _mt_reader(at, at + 4 * _MT_WORDS)
 
 
 @contextmanager
