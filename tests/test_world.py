@@ -159,3 +159,28 @@ def test_names_must_be_distinct():
     with pytest.raises(SpecError, match="names must be distinct.*'a' names more than one") as info:
         ga.check(lambda a, b: (a * b).sum(), (x, x.clone()), names=["a", "a"])
     assert info.value.field == "names"
+
+
+def test_a_buffer_two_modules_share_stays_shared_in_every_evaluation():
+    class Holder(torch.nn.Module):
+        def __init__(self, buffer: torch.Tensor) -> None:
+            super().__init__()
+            self.register_buffer("b", buffer)
+
+    shared = torch.zeros(3, dtype=F64)
+    first, second = Holder(shared), Holder(shared)
+    seen = []
+
+    class Both(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.first, self.second = first, second
+
+        def forward(self, t: torch.Tensor) -> torch.Tensor:
+            self.first.b.add_(1.0)  # written through one module ...
+            seen.append(float(self.second.b.sum()))  # ... read through the other: one tensor
+            return t * self.second.b
+
+    res = ga.check(Both(), (torch.tensor([0.1, 0.2, 0.3], dtype=F64, requires_grad=True),))
+    # every evaluation starts from zeros, adds 1 through the first module and reads 3 = 1 + 1 + 1 through the second
+    assert res.verdict == "pass" and set(seen) == {3.0} and shared.tolist() == [0.0, 0.0, 0.0]

@@ -277,11 +277,13 @@ def with_private_buffers(fn: Callable[..., Any]) -> Callable[..., Any]:
             for k, b in m._buffers.items() if b is not None]
     if not held:
         return fn
-    saved = [(own, k, b, b.detach().clone()) for own, k, b in held]  # (their values at the start)
+    start = {id(b): b.detach().clone() for _, _, b in held}  # (their values at the start, each tensor once)
+    saved = [(own, k, b, id(b)) for own, k, b in held]
 
     def on_private_buffers(*args: Any, **kwargs: Any) -> Any:
-        for own, k, _, value in saved:
-            own[k] = value.clone()
+        copies = {i: value.clone() for i, value in start.items()}  # a buffer two modules share stays shared
+        for own, k, _, i in saved:
+            own[k] = copies[i]
         try:
             return fn(*args, **kwargs)
         finally:
