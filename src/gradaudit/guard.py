@@ -194,6 +194,8 @@ def _python_setup(inst: Any) -> Callable[[], Any] | None:
     import array
     import ctypes
 
+    if sys.implementation.name != "cpython" or type(inst).__basicsize__ < object.__basicsize__ + 4 + 4 * _MT_WORDS:
+        return None  # (id() is an address, and the object holds the state after its header, in CPython only)
     version, internal, _ = inst.getstate()
     at = id(inst) + object.__basicsize__
     words = array.array("I", internal[:_MT_WORDS]).tobytes()
