@@ -980,28 +980,7 @@ def test_expected_values():
     assert ga.check(lambda x: x * x, (x,), expected=[6.0]).ok  # 2x at 3
     res = ga.check(lambda x: x * x, (x,), expected=[7.0])
     assert not res.ok and res.mismatches[0].reference == 7.0 and res.mismatches[0].reference_kind == "expected"
-    by_method = {r.method: r for r in res.records}
-    assert by_method["autograd.grad"].tolerance.atol == 1e-7  # autograd against it: assert_close's float64 table
-    # and against the numeric evidence, as a ledger's finite_difference channel: the allowance from its own bound
-    numeric = by_method["finite_difference"]
-    assert numeric.verdict == "fail" and numeric.tolerance.atol == 0.0 and numeric.tolerance.evidence_factor == 10
-    assert numeric.expected_value == 7.0 and abs(numeric.observed_gradient - 6.0) < 1e-9  # Ridders' estimate of 2x
-
-
-def test_expected_values_judged_as_a_ledger_judges_them():
-    """One judge: an expectation 1e-8 off (relative) fails ga.check as it fails the same expectation in a ledger, whose
-    finite_difference channel finds it (the autograd channels' table, rtol 1e-7, passes it in both)."""
-    x0 = torch.tensor([0.3, -1.2, 2.0], dtype=F64)
-    true = (x0.cos() + x0.sin()) * x0.exp()  # d/dx sum(sin(x) exp(x)), by hand
-    for off, verdict in ((0.0, "pass"), (1e-8, "fail")):
-        claimed = (true * (1 + off)).tolist()
-        res = ga.check(lambda t: (t.sin() * t.exp()).sum(), (x0.clone().requires_grad_(),), expected=[claimed])
-        ledger = ga.run([ga.Expectation(name="e", function="sum(sin(x)*exp(x))", inputs={"x": x0.tolist()},
-                                        expected={"x": claimed})])
-        assert res.verdict == verdict
-        assert {r.method: r.verdict for r in ledger}["finite_difference"] == verdict
-        assert {r.method: r.verdict for r in res.records} == {"vjp": "pass", "autograd.grad": "pass",
-                                                              "finite_difference": verdict}
+    assert res.records[-1].tolerance.atol == 1e-7  # autograd against an expectation: assert_close's float64 table
 
 
 def test_assert_gradients_raises_gradient_mismatch_with_report():

@@ -184,3 +184,88 @@ def test_a_buffer_two_modules_share_stays_shared_in_every_evaluation():
     res = ga.check(Both(), (torch.tensor([0.1, 0.2, 0.3], dtype=F64, requires_grad=True),))
     # every evaluation starts from zeros, adds 1 through the first module and reads 3 = 1 + 1 + 1 through the second
     assert res.verdict == "pass" and set(seen) == {3.0} and shared.tolist() == [0.0, 0.0, 0.0]
+
+
+class _Rotary(torch.nn.Module):
+    """A rotary embedding's cache as many models keep one: re-registered larger when a longer input comes, its length
+    in a plain attribute beside it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._build(2)
+
+    def _build(self, n: int) -> None:
+        self.max_len_cached = n
+        t = torch.arange(n, dtype=F64)[:, None] * torch.arange(1, 5, dtype=F64)
+        self.register_buffer("cos_cached", t.cos(), persistent=False)
+
+    def forward(self, t: torch.Tensor) -> torch.Tensor:
+        if t.shape[0] > self.max_len_cached:
+            self._build(t.shape[0])
+        return t * self.cos_cached[:t.shape[0]]
+
+
+def test_a_buffer_the_function_replaces_is_left_as_it_left_it():
+    # putting the old cache back beside the new length broke the model: the error verdict, and rot(x) failing after
+    rotary = _Rotary()
+    x = torch.linspace(-1.0, 1.0, 20, dtype=F64).reshape(5, 4).requires_grad_()
+    assert ga.check(lambda t: rotary(t).pow(2).sum(), (x,)).verdict == "pass"
+    assert rotary.max_len_cached == 5 and rotary.cos_cached.shape == (5, 4)  # as its own forward left it
+    assert rotary(x.detach()).shape == (5, 4)
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm1d(3)
+
+    def cast_inside(t: torch.Tensor) -> torch.Tensor:
+        bn.to(t.dtype)  # the model run in the precision it is given (float64, the check's)
+        return bn(t).pow(2).sum()
+
+    assert ga.check(cast_inside, (_x().float(),)).verdict == "pass"
+    assert bn.weight.dtype == bn.running_mean.dtype == F64  # cast whole, not half (the buffers put back in float32)
+    assert bn(_x().detach()).dtype == F64
+
+
+def test_a_lazy_modules_uninitialized_buffers_are_left_alone():
+    torch.manual_seed(0)
+    lazy = torch.nn.LazyBatchNorm1d()
+    res = ga.check(lambda t: lazy(t).pow(2).sum(), (torch.randn(4, 3, requires_grad=True),))
+    assert res.verdict == "pass"  # (a ValueError, "uninitialized parameter", escaped the check)
+
+
+def test_numpys_cached_gaussian_is_not_put_back_stale():
+    # a standard_normal that uses the cached second value moves none of the state's words: the state kept from an
+    # earlier check still held that value, and putting it back gave the caller the same number twice
+    x = torch.tensor([1.0, 2.0], dtype=F64, requires_grad=True)
+
+    def draws(t: torch.Tensor) -> torch.Tensor:
+        np.random.rand()
+        return t.square().sum()
+
+    def scenario(check) -> tuple[float, float, float]:
+        np.random.seed(0)
+        check(lambda t: t.square().sum())
+        a = np.random.standard_normal()
+        check(lambda t: t.square().sum())
+        b = np.random.standard_normal()  # the cached second Gaussian
+        check(draws)
+        return a, b, np.random.standard_normal()
+
+    assert scenario(lambda f: ga.check(f, (x,))) == scenario(lambda f: None)
+
+
+def test_other_global_generators_are_restored_or_left_alone(monkeypatch):
+    x = torch.tensor([1.0, 2.0], dtype=F64, requires_grad=True)
+
+    def draws(t: torch.Tensor) -> torch.Tensor:
+        np.random.rand()
+        return t.square().sum()
+
+    previous = np.random.mtrand._rand._bit_generator
+    np.random.set_bit_generator(np.random.PCG64(5))  # (get_state warned: "can only be used with MT19937")
+    try:
+        before = np.random.mtrand._rand._bit_generator.state
+        assert ga.check(draws, (x,)).verdict == "pass"
+        assert np.random.mtrand._rand._bit_generator.state == before
+    finally:
+        np.random.set_bit_generator(previous)
+    monkeypatch.setattr(random, "_inst", random.SystemRandom())  # (no state: getstate raises NotImplementedError)
+    assert ga.check(lambda t: t.square().sum(), (x,)).verdict == "pass"

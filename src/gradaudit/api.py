@@ -1027,15 +1027,6 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                                           "expectation given in expected=", etol, mode, who, label, repro,
                                           expected=expected[problem.diff.index(j)], compared=(want, got)))
             findings.append(f)
-        # and against the numeric evidence, as a ledger's finite_difference channel judges the same expectation (the
-        # autograd channels' table, rtol 1e-7, passed an expectation 1e-8 off that the ledger failed)
-        for j, (f, etol, want, got, evidence) in _expected_numeric(problem, expected).items():
-            records.append(_method_record(problem, j, f, "finite_difference", "the expectation given in expected= "
-                                          "against finite differences (Ridders per element, as a ledger's "
-                                          "finite_difference channel)", etol, mode, who, label, repro,
-                                          expected=expected[problem.diff.index(j)], compared=(want, got),
-                                          evidence=evidence))
-            findings.append(f)
     return records, findings
 
 
@@ -1347,50 +1338,6 @@ def _expected(problem: Problem, expected: Sequence[Any]
     return found
 
 
-def _expected_numeric(problem: Problem, expected: Sequence[Any]
-                      ) -> dict[int, tuple[Findings, ToleranceUsed, torch.Tensor, torch.Tensor, Evidence]]:
-    """The expectation per checked input (scalar output) against Ridders' estimate of each element, judged as a
-    ledger's finite_difference channel judges it (run._judge_gradient): the allowance derived from the evidence's
-    own bound, and where an element does not pass, one-sided slopes (a kink or a jump is inconclusive)."""
-    import torch
-
-    from .evaluate import halving_steps, ridders_columns, slopes
-    from .numeric import RIDDERS_BASE, RIDDERS_COLUMNS
-
-    found: dict[int, tuple[Findings, ToleranceUsed, torch.Tensor, torch.Tensor, Evidence]] = {}
-    f_size = max(1.0, abs(float(problem.outputs[0].detach().reshape(()))))
-    for pos, j in enumerate(problem.diff):
-        x = problem.inputs[j]
-        dtype = str(x.dtype).removeprefix("torch.")
-        etol = resolve("evidence_vs_expected", dtype, scheme="ridders")
-        want = torch.as_tensor(expected[pos], dtype=torch.float64).expand(x.shape)
-        cols = torch.arange(x.numel())
-        ((value, bound),) = ridders_columns(problem, j, cols, {})
-        value, bound = value.reshape(x.shape).to(torch.float64), bound.reshape(x.shape).to(torch.float64)
-        scale = f_size / x.detach().to(torch.float64).abs().clamp_min(1.0)
-        judged = J.judge(value, want, etol, observed_bound=bound, numeric="observed", scale=scale, precision=dtype)
-        pair = None
-        if bool((judged.verdict != J.PASS).any()):
-            suspect = (judged.verdict != J.PASS).reshape(-1).nonzero().flatten()
-            ((left, right, noise, _),) = slopes(problem, j, suspect, {})
-            sides = [torch.full((x.numel(),), math.nan, dtype=torch.float64) for _ in range(3)]
-            for side, got in zip(sides, (left, right, noise)):
-                side[suspect] = got.reshape(-1).to(torch.float64)
-            pair = (sides[0].reshape(x.shape), sides[1].reshape(x.shape))
-            judged = J.judge(value, want, etol, observed_bound=bound, numeric="observed", scale=scale,
-                             slopes=(*pair, sides[2].reshape(x.shape)), precision=dtype)
-        f = Findings(j, problem.names[j], tuple(x.shape), [()], reference_kind="expected")
-        f.add(judged, value, want, output=None, rows=torch.tensor(-1), cols=cols.reshape(x.shape), slopes=pair)
-        evidence = Evidence("finite_difference", "ridders",
-                            f"Ridders tableau from h0 = {RIDDERS_BASE:g} * max(1, |x|), halving per column "
-                            f"({RIDDERS_COLUMNS} columns)",
-                            tuple(halving_steps(x, RIDDERS_BASE, RIDDERS_COLUMNS).reshape(-1).tolist()), dtype,
-                            float(bound.max()) if bound.numel() else 0.0, 2 * RIDDERS_COLUMNS, (),
-                            {"f": float(problem.outputs[0].detach().reshape(()))})
-        found[j] = (f, etol, want, value, evidence)
-    return found
-
-
 # -- records ---------------------------------------------------------------------------------------
 
 def _problem_meta(problem: Problem) -> tuple[InputMeta, ...]:
@@ -1547,20 +1494,17 @@ def _given(problem: Problem, j: int) -> tuple[tuple[int, ...], str]:
 
 def _method_record(problem: Problem, j: int, f: Findings, method: str, derivation: str, tol: ToleranceUsed, mode: str,
                    who: Described, label: str, repro: str, expected: Any = None,
-                   compared: tuple[torch.Tensor, torch.Tensor] | None = None,
-                   evidence: Evidence | None = None) -> Record:
-    """A record of another method than the vjp; with *compared* (expected=): the expected gradient and the observed
-    one (autograd's, or the numeric evidence's), as the record's expected and observed values (the report showed
-    None and None beside the expectation given)."""
+                   compared: tuple[torch.Tensor, torch.Tensor] | None = None) -> Record:
+    """A record of another method than the vjp; with *compared* (expected=): the expected gradient and autograd's,
+    as the record's expected and observed values (the report showed None and None beside the expectation given)."""
     x = problem.inputs[j]
     dtype = str(x.dtype).removeprefix("torch.")
     shape, given = _given(problem, j)
     from .record import to_json
 
-    if evidence is None:
-        evidence = Evidence("autograd.grad" if method == "autograd.grad" else "finite_difference",
-                            None if method == "autograd.grad" else "richardson (h, 2h), then Ridders",
-                            precision=dtype)
+    evidence = Evidence("autograd.grad" if method == "autograd.grad" else "finite_difference",
+                        None if method == "autograd.grad" else "richardson (h, 2h), then Ridders",
+                        precision=dtype)
     return Record(
         suite="check", check=label, function=who.source, function_name=who.name,
         inputs=_problem_meta(problem), input=problem.names[j],

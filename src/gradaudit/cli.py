@@ -126,6 +126,8 @@ def _distinct_outputs(reading: tuple[str, ...] = (), **paths: str | None) -> Non
 _WRITTEN: list[str] = []
 #: the Ctrl-C handler in place before the command finished writing (main() puts it back for a caller in this process)
 _SIGINT_BEFORE: list[Any] = []
+#: main() was called as the program (no argv): only then is Ctrl-C ignored once the last file is written
+_PROGRAM = False
 
 
 def _finished() -> None:
@@ -136,7 +138,10 @@ def _finished() -> None:
     import signal
     import threading
 
-    if threading.current_thread() is threading.main_thread() and not _SIGINT_BEFORE:
+    # only as the program itself (main() without argv), and only over Python's own handler: a caller's process (click's
+    # CliRunner, IPython's %run -m gradaudit, which has a handler of its own) keeps its Ctrl-C
+    if (_PROGRAM and threading.current_thread() is threading.main_thread() and not _SIGINT_BEFORE
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
         _SIGINT_BEFORE.append(signal.signal(signal.SIGINT, signal.SIG_IGN))
 
 
@@ -506,6 +511,8 @@ def main(argv: list[str] | None = None) -> None:
     Without *argv* this is the program (the ``gradaudit`` command, ``python -m gradaudit``): once a command has
     written its files, Ctrl-C stays ignored until the process ends. Called with *argv* (from Python, in a process
     that goes on), the caller's Ctrl-C handler is put back on the way out."""
+    global _PROGRAM
+    _PROGRAM = argv is None
     try:
         _main_stdout(argv)
     finally:

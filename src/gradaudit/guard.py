@@ -135,9 +135,10 @@ def host_random() -> tuple[Any, Any]:
     check, so each is taken only where a fingerprint read in place moved since it was last taken: MT19937's
     position and its first, second, third and last two words (a draw moves the position, one that brings it round
     again has regenerated every word, and seeding sets them all; the layout confirmed once against
-    getstate/get_state). Python's gauss_next is in its fingerprint; NumPy's legacy Gaussian cache (randn's second
-    value), which a draw can use up without moving the words, is put back as get_state last gave it."""
-    return _state(_python, _python_setup, lambda g: g.getstate()), _numpy_state()
+    getstate/get_state), with Python's gauss_next. NumPy's legacy Gaussian cache (randn's second value) can be used
+    up without moving the words: where the state last taken holds one, it is taken again. A generator without a
+    state (random.SystemRandom) is left alone; another NumPy bit generator (PCG64) is taken through its own state."""
+    return _python_state(), _numpy_state()
 
 
 def restore_host_random(saved: tuple[Any, Any]) -> None:
@@ -150,19 +151,30 @@ def restore_host_random(saved: tuple[Any, Any]) -> None:
     if np_saved is not None:
         generator, seen, full = np_saved
         np = sys.modules.get("numpy")
-        if np is not None and (seen is None or _numpy.generator is not generator or _numpy.read is None
-                               or _numpy.read() != seen):
+        if np is None:
+            return
+        if isinstance(full, dict):  # (another bit generator than MT19937: its own state, put back as it was)
+            if generator.state != full:
+                generator.state = full
+        elif seen is None or _numpy.generator is not generator or _numpy.read is None or _numpy.read() != seen:
             np.random.set_state(full)
 
 
+def _python_state() -> tuple[Any, Any, Any] | None:
+    rnd = sys.modules.get("random")
+    inst = getattr(rnd, "_inst", None)
+    if inst is None:
+        return None
+    try:
+        return _state(_python, _python_setup, lambda g: g.getstate(), inst)
+    except NotImplementedError:  # (random.SystemRandom: no state, nothing to put back)
+        return None
+
+
 def _state(kept: _Kept, setup: Callable[[Any], Callable[[], Any] | None], full: Callable[[Any], Any],
-           generator: Any = None) -> tuple[Any, Any, Any] | None:
-    """(generator, fingerprint or None, full state) of one global generator (:func:`host_random`)."""
-    if generator is None:
-        rnd = sys.modules.get("random")
-        generator = getattr(rnd, "_inst", None)
-        if generator is None:
-            return None
+           generator: Any, stale: Callable[[Any], bool] | None = None) -> tuple[Any, Any, Any]:
+    """(generator, fingerprint or None, full state) of one global generator (:func:`host_random`); *stale*: whether
+    a full state last taken may be out of date though the fingerprint did not move."""
     if kept.generator is not generator:
         kept.generator, kept.read, kept.seen = generator, None, None
         try:
@@ -172,7 +184,7 @@ def _state(kept: _Kept, setup: Callable[[Any], Callable[[], Any] | None], full: 
     if kept.read is None:
         return (generator, None, full(generator))
     now = kept.read()
-    if now != kept.seen:
+    if now != kept.seen or (stale is not None and stale(kept.full)):
         kept.seen, kept.full = now, full(generator)
     return (generator, now, kept.full)
 
@@ -213,8 +225,11 @@ def _numpy_state() -> tuple[Any, Any, Any] | None:
     try:
         generator = np.random.mtrand._rand._bit_generator
     except AttributeError:  # (not the NumPy this knows)
-        return (None, None, np.random.get_state())
-    return _state(_numpy, _numpy_setup, lambda g: np.random.get_state(), generator)
+        return None
+    if type(generator).__name__ != "MT19937":  # (np.random.set_bit_generator: get_state would warn)
+        return (generator, None, generator.state)
+    # (a legacy Gaussian held: has_gauss, the fourth of get_state's five)
+    return _state(_numpy, _numpy_setup, lambda g: np.random.get_state(), generator, lambda full: bool(full[3]))
 
 
 def _numpy_setup(generator: Any) -> Callable[[], Any] | None:
@@ -271,12 +286,19 @@ def with_private_buffers(fn: Callable[..., Any]) -> Callable[..., Any]:
     the caller's model (and each saw the statistics the one before left). The modules are the ones *fn* names:
     *fn* itself, a bound method's owner, a functools.partial's function and arguments, and the modules its code
     reads from its closure or its globals (one level: not those of the functions it calls). Every call starts
-    from the buffers' values at the check's start, and the modules hold their own buffer objects again after it
-    (as check_module, whose own function is marked and left as it is). *fn* itself where it names none."""
+    from the buffers' values at the check's start (one copy per tensor: a buffer two modules share stays shared),
+    and the modules hold their own buffer objects again after it (as check_module, whose own function is marked
+    and left as it is). A buffer the call replaced is the module's own doing and stays as the call left it, no
+    longer copied (a rotary embedding's cache, re-registered larger with its length in a plain attribute beside
+    it; a model cast inside the function): putting the old one back broke the model. Lazy modules' uninitialized
+    buffers are left alone. *fn* itself where it names none."""
     if getattr(fn, "_gradaudit_private_buffers", False):
         return fn
+    import torch
+
+    lazy = getattr(torch.nn.parameter, "UninitializedBuffer", ())
     held = [(m._buffers, k, b) for module in modules_named(fn) for m in module.modules()
-            for k, b in m._buffers.items() if b is not None]
+            for k, b in m._buffers.items() if b is not None and not isinstance(b, lazy)]
     if not held:
         return fn
     start = {id(b): b.detach().clone() for _, _, b in held}  # (their values at the start, each tensor once)
@@ -289,8 +311,13 @@ def with_private_buffers(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         finally:
-            for own, k, b, _ in saved:
-                own[k] = b
+            kept = []
+            for entry in saved:
+                own, k, b, i = entry
+                if own.get(k) is copies[i]:
+                    own[k] = b
+                    kept.append(entry)
+            saved[:] = kept  # (a buffer the call replaced is the module's own now)
     return on_private_buffers
 
 

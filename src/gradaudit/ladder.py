@@ -927,7 +927,8 @@ def compare(candidate: Callable[..., Any], reference: Callable[..., Any], inputs
     # the caller's world as it was: modules' buffers (a BatchNorm in train() mode updates its running statistics at
     # every evaluation) and the random state (a function that draws advances it)
     modules = {id(m): m for f in (candidate, reference) for m in modules_named(f)}  # (as ga.check finds them)
-    buffers = [(b, b.detach().clone()) for m in modules.values() for b in m.buffers()]
+    lazy = getattr(torch.nn.parameter, "UninitializedBuffer", ())  # (a lazy module's: no values to keep yet)
+    buffers = [(b, b.detach().clone()) for m in modules.values() for b in m.buffers() if not isinstance(b, lazy)]
     rng, host = torch.random.get_rng_state(), host_random()  # (host: Python's and NumPy's)
     try:
         return _compare(candidate, reference, inputs, dtypes=dtypes, ratio=ratio, seed=seed, device=device,

@@ -287,11 +287,9 @@ def evidence_text(r: Record) -> str:
     return text
 
 
-def mismatch_lines(d: Discrepancy, indent: str = "  ", *, located: bool = False,
-                   observed: str | None = None) -> list[str]:
+def mismatch_lines(d: Discrepancy, indent: str = "  ", *, located: bool = False) -> list[str]:
     """numpy.testing's vocabulary: mismatched elements (exact, or "at least"), greatest differences,
-    then at most SHOWN worst comparisons and how many more there are. *observed* names the observed column
-    (default: autograd where *located*, else observed)."""
+    then at most SHOWN worst comparisons and how many more there are."""
     bad = d.mismatched
     if not bad and not d.inconclusive:
         return []
@@ -317,7 +315,7 @@ def mismatch_lines(d: Discrepancy, indent: str = "  ", *, located: bool = False,
     if worst:
         outputs = any(c.output is not None for c in worst)
         ref_name = "numeric" if worst[0].reference_kind == "numeric" else "expected"
-        obs_name = observed or ("autograd" if located else "observed")
+        obs_name = "autograd" if located else "observed"
         if any(WEIGHTED in (c.reason or "") for c in worst[:SHOWN]):
             # a directional check's located elements: (vᵀJ)_i, not a Jacobian entry (a reader took 0.288 for the
             # gradient 6 of x² at 3; its sign and size move with the seed's v)
@@ -373,9 +371,7 @@ def check_report(res: CheckResult) -> str:
         if r.method != "vjp" and r.tolerance is not None and r.tolerance != (first.tolerance if first else None):
             lines += tolerance_line(r.tolerance, "  ")
         if r.discrepancy is not None and r.verdict != "pass":
-            # (expected= against finite differences: the observed values are the numeric evidence's)
-            lines += mismatch_lines(r.discrepancy, "  ", located=True,
-                                    observed="numeric" if r.method == "finite_difference" else None)
+            lines += mismatch_lines(r.discrepancy, "  ", located=True)
         if r.error is not None:
             # one failing call raises the same error for every input (a model given the wrong shape: each of its
             # parameters' records holds it): its traceback is printed once
