@@ -131,3 +131,15 @@ def test_taylor_test_passes_a_right_gradient_and_fails_a_wrong_one():
     assert r.verdict == "fail" and "not O(h^2)" in r.reason
     assert all(o < 1.2 for o in r.evidence.details["orders"])
     assert r.details["order"] < 1.2
+
+
+def test_ridders_bound_holds_the_rounding_of_the_values_at_its_steps():
+    # x² at 1e-5: f is 1e-10 at the point and 1e-4 at x + 0.01, where Ridders' steps start; the bound took the
+    # rounding measured at the point (2e-24) against an error of 1e-19, and the right expectation 2x FAILED
+    for x in (1e-5, 1e-8):
+        recs = run([Expectation(name="square", function="x*x", inputs={"x": x}, expected={"x": 2 * x})])
+        assert {r.method: r.verdict for r in recs} == {"backward": "pass", "autograd.grad": "pass",
+                                                       "finite_difference": "pass"}
+    # and a ledger's expectation 1e-8 off (relative) still fails its finite_difference channel at an ordinary point
+    recs = run([Expectation(name="square", function="x*x", inputs={"x": 3.0}, expected={"x": 6.0 * (1 + 1e-8)})])
+    assert {r.method: r.verdict for r in recs}["finite_difference"] == "fail"

@@ -915,11 +915,13 @@ def held(x: torch.Tensor) -> torch.Tensor | None:
 
 
 def numeric_columns(problem: Problem, j: int, directions: torch.Tensor, h: torch.Tensor | float,
-                    info: Info, cols: torch.Tensor | None = None) -> list[torch.Tensor]:
+                    info: Info, cols: torch.Tensor | None = None,
+                    sizes: list[torch.Tensor] | None = None) -> list[torch.Tensor]:
     """(f(x + h d) - f(x - h d)) / 2h for each direction d (rows of *directions*), per output as
     (n directions, M_k) in float64; h is a scalar or one step per direction. *cols*: the directions are the unit
     rows of these flat elements (:func:`unit_rows`), and each quotient divides by the distance its two points are
-    apart (:func:`_spans`)."""
+    apart (:func:`_spans`). Into *sizes* (per output, the same shape): max(|f(x + h d)|, |f(x - h d)|), the values
+    the quotient's rounding comes from."""
     import torch
 
     x = problem.inputs[j].detach()
@@ -933,6 +935,8 @@ def numeric_columns(problem: Problem, j: int, directions: torch.Tensor, h: torch
     if cols is not None and x.dtype != torch.float64:
         scale = _spans(x.reshape(-1)[cols], torch.as_tensor(h, dtype=x.dtype).expand(len(cols)))
     info["evaluations"] = info.get("evaluations", 0) + 2 * n
+    if sizes is not None:
+        sizes.extend(torch.maximum(o[:n].abs(), o[n:].abs()).reshape(n, -1).to(torch.float64) for o in outs)
     return [(o[:n] - o[n:]).reshape(n, -1).to(torch.float64).div_(scale) if o.dtype != torch.float64
             else torch.sub(o[:n], o[n:]).reshape(n, -1).div_(scale) for o in outs]
 
@@ -1165,9 +1169,12 @@ def ridders_columns(problem: Problem, j: int, cols: torch.Tensor, info: Info, *,
     """Ridders' extrapolation per Jacobian entry of columns *cols* of input j, from central differences
     at steps h0 / 2^k (h0 = base * max(1, |x|)): per output, (value, error bound) as (len(cols), M_k).
 
-    The bound is the tableau's own error estimate plus the rounding of the last quotient used,
-    noise / h (see :func:`measure_noise`). Steps where the function is not finite are dropped per entry.
-    Into *steps* (per output, the same shape): the step of each entry's last quotient used, h.
+    The bound is the tableau's own error estimate plus the rounding of the last quotient used, noise / h (see
+    :func:`measure_noise`), where the noise is at least ROUNDING_ULPS eps of the values that quotient differences:
+    the noise is measured at x, and where |f| is far smaller there than at the steps (x² at 1e-5: 1e-10 against
+    1e-4 at x + 0.01) the bound read 2e-24 against an error of 1e-19, and a ledger's right expectation FAILED.
+    Steps where the function is not finite are dropped per entry. Into *steps* (per output, the same shape): the
+    step of each entry's last quotient used, h.
     """
     import torch
 
@@ -1175,7 +1182,8 @@ def ridders_columns(problem: Problem, j: int, cols: torch.Tensor, info: Info, *,
     h0 = halving_steps(x, base, columns).reshape(-1)[cols]
     hs = torch.stack([h0 / 2**k for k in range(columns)])  # (K, w): every one an exact displacement
     unit = unit_rows(x, cols)
-    per_step = [numeric_columns(problem, j, unit, hs[k], info, cols) for k in range(columns)]
+    sizes: list[list[torch.Tensor]] = [[] for _ in range(columns)]
+    per_step = [numeric_columns(problem, j, unit, hs[k], info, cols, sizes[k]) for k in range(columns)]
     if x.dtype != torch.float64:  # a step below the input's spacing moves nothing: no quotient (ridders_tensor)
         at = x.detach().reshape(-1)[cols]
         for k in range(columns):
@@ -1189,7 +1197,12 @@ def ridders_columns(problem: Problem, j: int, cols: torch.Tensor, info: Info, *,
         d = torch.stack([per_step[k][kk] for k in range(columns)])  # (K, w, M)
         value, err, used = ridders_tensor(d)
         h_used = _step_of(hs, used)
-        out.append((value, err + problem.noise(kk).reshape(1, -1) / h_used))
+        out_k = problem.outputs[kk]
+        eps = torch.finfo(out_k.dtype).eps if out_k.is_floating_point() else 0.0
+        at = torch.stack([sizes[k][kk] for k in range(columns)])  # (K, w, M): |f| at each step's two points
+        there = at.gather(0, used.clamp_max(columns - 1).unsqueeze(0)).squeeze(0).nan_to_num(nan=0.0, posinf=0.0)
+        noise = torch.maximum(problem.noise(kk).reshape(1, -1), ROUNDING_ULPS * eps * there)
+        out.append((value, err + noise / h_used))
         if steps is not None:
             steps.append(h_used)
     return out
