@@ -269,3 +269,19 @@ def test_other_global_generators_are_restored_or_left_alone(monkeypatch):
         np.random.set_bit_generator(previous)
     monkeypatch.setattr(random, "_inst", random.SystemRandom())  # (no state: getstate raises NotImplementedError)
     assert ga.check(lambda t: t.square().sum(), (x,)).verdict == "pass"
+
+
+def test_a_check_imports_no_module_to_put_its_state_back():
+    # torch imports numpy, not numpy.random: reading np.random to keep its state imported it (about 7 ms of a
+    # process's first check), though nothing could have drawn from a generator never imported
+    import subprocess
+    import sys
+
+    code = ("import sys, torch, gradaudit as ga\n"
+            "x = torch.ones(2, dtype=torch.float64, requires_grad=True)\n"
+            "before = 'numpy.random' in sys.modules\n"
+            "assert ga.check(lambda t: t.sum(), (x,)).verdict == 'pass'\n"
+            "print(before, 'numpy.random' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["False", "False"]

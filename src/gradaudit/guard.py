@@ -150,14 +150,13 @@ def restore_host_random(saved: tuple[Any, Any]) -> None:
             inst.setstate(full)
     if np_saved is not None:
         generator, seen, full = np_saved
-        np = sys.modules.get("numpy")
-        if np is None:
-            return
         if isinstance(full, dict):  # (another bit generator than MT19937: its own state, put back as it was)
             if generator.state != full:
                 generator.state = full
         elif seen is None or _numpy.generator is not generator or _numpy.read is None or _numpy.read() != seen:
-            np.random.set_state(full)
+            legacy = getattr(sys.modules.get("numpy.random.mtrand"), "_rand", None)
+            if legacy is not None:
+                legacy.set_state(full)
 
 
 def _python_state() -> tuple[Any, Any, Any] | None:
@@ -219,17 +218,16 @@ def _python_setup(inst: Any) -> Callable[[], Any] | None:
 
 
 def _numpy_state() -> tuple[Any, Any, Any] | None:
-    np = sys.modules.get("numpy")
-    if np is None:
-        return None
-    try:
-        generator = np.random.mtrand._rand._bit_generator
-    except AttributeError:  # (not the NumPy this knows)
+    # (numpy.random not imported: nothing has drawn from it, and reading np.random would import it, about 7 ms of a
+    # process's first check; torch imports numpy, not numpy.random)
+    legacy: Any = getattr(sys.modules.get("numpy.random.mtrand"), "_rand", None)
+    generator = getattr(legacy, "_bit_generator", None)
+    if legacy is None or generator is None:
         return None
     if type(generator).__name__ != "MT19937":  # (np.random.set_bit_generator: get_state would warn)
         return (generator, None, generator.state)
     # (a legacy Gaussian held: has_gauss, the fourth of get_state's five)
-    return _state(_numpy, _numpy_setup, lambda g: np.random.get_state(), generator, lambda full: bool(full[3]))
+    return _state(_numpy, _numpy_setup, lambda g: legacy.get_state(), generator, lambda full: bool(full[3]))
 
 
 def _numpy_setup(generator: Any) -> Callable[[], Any] | None:
