@@ -111,14 +111,13 @@ def fixed_rng(seed: int, devices: Sequence[int] = ()) -> Iterator[None]:
 
 
 class _Kept:
-    """What :func:`host_random` keeps of one global generator between checks: how to read a fingerprint of its state
-    in place, whether that was confirmed against its own API for this generator (False: the full state is taken at
-    every check), the fingerprint when the full state was last taken, and that state."""
+    """What :func:`host_random` keeps of one global generator between checks: the generator, how to read a
+    fingerprint of its state in place (None where its layout was not confirmed against its own API: the full state is
+    taken at every check), the fingerprint when the full state was last taken, and that state."""
 
     def __init__(self) -> None:
-        self.generator: Any = None
+        self.generator: Any = None  # (held: the memory read in place stays this object's)
         self.read: Callable[[], Any] | None = None
-        self.confirmed = False
         self.seen: Any = None
         self.full: Any = None
 
@@ -133,7 +132,7 @@ def host_random() -> tuple[Any, Any]:
     called many times by a check, and each call advanced the caller's generators. Torch's are fixed per evaluation
     and restored there (Problem._call). Taking either state through its API costs 6 and 30 µs, about 4% of a small
     check, so each is taken only where a fingerprint read in place moved since it was last taken: MT19937's
-    position and its first, second, third and last two words (a draw moves the position, one that brings it round
+    position, its first four words and its last two (a draw moves the position, one that brings it round
     again has regenerated every word, and seeding sets them all; the layout confirmed once against
     getstate/get_state), with Python's gauss_next. NumPy's legacy Gaussian cache (randn's second value) can be used
     up without moving the words: where the state last taken holds one, it is taken again. A generator without a
