@@ -200,7 +200,8 @@ class GradauditFixture:
         return result
 
     def audit_training(self, step: Any, batches: Any, **options: Any) -> Any:
-        """``ga.audit_training`` that fails the test with the readable audit when it finds anything."""
+        """``ga.audit_training`` that fails the test with the readable audit when it finds anything, or cannot check
+        a kind for want of steps (inconclusive)."""
         __tracebackhide__ = True
         from .errors import GradientMismatch
         from .training import audit_training

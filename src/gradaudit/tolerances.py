@@ -238,6 +238,8 @@ def require_why(user: Tolerance | None, defaults: list[ToleranceUsed], *, field:
 #: a learning rate would move the largest weight by more than one ulp (|g|max * lr > eps * |p|max). Below
 #: that, an unchanged value can be honest rounding (a tiny gradient against a large weight), not a bug;
 #: Adam-like optimizers move every weight by about lr whatever the gradient, so they are not held to it.
+#: Where the optimizer's lr is known (its param group's, at each step()), that lr is used instead, with
+#: lr min(|g|max, 1) as the smallest update (a warmup's lr of 1e-8 cannot move a LayerNorm weight of 1.0).
 MIN_VISIBLE_LR = 1e-4
 
 #: A graph of an earlier step is "kept alive" when at least this many of its autograd nodes are still

@@ -68,6 +68,9 @@ def _n_steps(count: int) -> str:
     return _n(count, "step")
 
 
+# why param_not_in_optimizer is not checked without an optimizer: it does not apply (not a want of evidence)
+NO_OPTIMIZER = "no optimizer given: manual updates"
+
 # what torch says when a leaf that requires grad is modified in place outside torch.no_grad()
 LEAF_INPLACE = "leaf Variable that requires grad"
 
@@ -78,6 +81,8 @@ BROADCASTING = frozenset({
     "pow", "rpow", "remainder", "fmod", "atan2", "hypot", "maximum", "minimum", "fmax", "fmin", "xlogy",
     "copysign", "subtract", "multiply", "divide", "squared_difference", "mse_loss", "l1_loss",
     "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits", "poisson_nll_loss", "where",
+    # (these broadcast (N, 1) against (N,) without a warning, and the mode sees them, not the ops inside)
+    "gaussian_nll_loss", "kl_div", "hinge_embedding_loss", "multilabel_soft_margin_loss",
 })
 
 _SKIP_DIRS = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
@@ -118,8 +123,22 @@ class TrainingAudit:
     elapsed_s: float = field(default=0.0, compare=False)
 
     @property
+    def verdict(self) -> str:
+        """fail where something was found; inconclusive where nothing was but a kind could not be checked for want
+        of steps (a forgotten zero_grad needs accumulate + 1 of them to show); pass otherwise (a kind that does
+        not apply, param_not_in_optimizer without an optimizer, leaves it a pass)."""
+        if self.findings:
+            return "fail"
+        return "inconclusive" if self.undecided else "pass"
+
+    @property
     def ok(self) -> bool:
-        return not self.findings
+        return self.verdict == "pass"
+
+    @property
+    def undecided(self) -> dict[str, str]:
+        """The kinds not checked for want of evidence, and why (not_checked, less those that do not apply)."""
+        return {k: why for k, why in self.not_checked.items() if why != NO_OPTIMIZER}
 
     def of_kind(self, kind: str) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.kind == kind)
@@ -230,7 +249,7 @@ def _op_name(func: Any) -> str:
 class _Op:
     """One torch call of the step that produced a tensor with autograd history."""
 
-    __slots__ = ("name", "inputs", "output", "step", "index", "location", "reached", "grid")
+    __slots__ = ("name", "inputs", "output", "step", "index", "location", "reached", "grid", "learned_grid")
 
     def __init__(self, name: str, inputs: tuple[tuple[int, ...], ...], output: tuple[int, ...], step: int,
                  index: int, location: str | None):
@@ -238,6 +257,8 @@ class _Op:
         self.step, self.index, self.location = step, index, location
         self.reached = False  # its backward ran
         self.grid: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None = None
+        # a grid against the model's own values (learned features): not judged, and said so
+        self.learned_grid: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None = None
 
     @property
     def signature(self) -> str:
@@ -270,7 +291,7 @@ class _Probe:
 
 class _Param:
     __slots__ = ("name", "tensor", "held", "arrived", "gmax", "carried", "changed", "before", "at_step",
-                 "first_step", "lazy_g", "lazy_pre", "lazy_reset", "pmax", "last", "stepped")
+                 "first_step", "lazy_g", "lazy_pre", "lazy_reset", "pmax", "last", "stepped", "early")
 
     def __init__(self, name: str, tensor: torch.Tensor, held: bool | None):
         self.name, self.tensor, self.held = name, tensor, held
@@ -289,6 +310,14 @@ class _Param:
         self.last: torch.Tensor | None = None  # max |gradient| of the latest arrival (read lazily)
         # at each optimizer.step() that held it: max |.grad| it used (None: no .grad) and the latest arrival's before it
         self.stepped: list[tuple[int, torch.Tensor | None, torch.Tensor | None]] = []  # (step, used, latest)
+        self.early: list[bool] = []  # at each such call: whether a gradient had arrived in its step before it
+
+
+# a finiteness check the step makes (GradScaler's unscale_, an isfinite guard): a step that then skips its update
+# where the gradients are not finite does so by design
+_FINITE_CHECKS = frozenset(f for f in (
+    getattr(torch, "_amp_foreach_non_finite_check_and_unscale_", None), torch.isfinite, torch.isnan, torch.isinf,
+    torch.Tensor.isfinite, torch.Tensor.isnan, torch.Tensor.isinf) if f is not None)
 
 
 class _Watch(TorchFunctionMode):
@@ -304,6 +333,8 @@ class _Watch(TorchFunctionMode):
         aud = self.aud
         if aud.busy:
             return func(*args, **kwargs)
+        if func in _FINITE_CHECKS:
+            aud.guarded = True
         try:
             out = func(*args, **kwargs)
         except RuntimeError as exc:
@@ -311,7 +342,7 @@ class _Watch(TorchFunctionMode):
                 aud.note_inplace(func, args)
             raise
         if isinstance(out, torch.Tensor):
-            aud.made(args, kwargs, (out,))
+            aud.made(args, kwargs, (out,), func)
             if out.grad_fn is not None:
                 aud.track(func, args, kwargs, (out,))
         elif isinstance(out, (tuple, list)) and out:
@@ -337,6 +368,7 @@ class _Auditor:
         self.probes: dict[int, list[weakref.ref[_Probe]]] = {}
         self.handles: list[Any] = []
         self.grids: dict[str, _Op] = {}
+        self.learned_grids: set[str] = set()  # grids against the model's own values a backward went through
         # the step's tensors made from the parameters alone (see learned), by id; weak, so none is kept alive
         self.params_only: dict[int, weakref.ref[torch.Tensor]] = {}
         self.inplace: tuple[str, str, str | None, int] | None = None  # leaf, op, location, step
@@ -345,9 +377,11 @@ class _Auditor:
         self.nonfinite: dict[str, tuple[int, float, str | None]] = {}  # param -> (step, max |g|, op text)
         self.skipped_nonfinite: list[int] = []  # steps with non-finite gradients in which no optimizer stepped
         self.first_skipped: dict[str, int] = {}  # parameter -> the first such step where its gradient was not finite
+        self.skipped_detail: dict[str, tuple[int, float, str | None]] = {}  # as nonfinite, for those steps
         self.at_update: list[tuple[_Param, torch.Tensor]] = []  # this step's optimizer.step(): max |.grad| it used
         self.updated: set[str] = set()  # the parameters an optimizer.step() of this step updated
         self.opt_steps: dict[int, int] = {}  # step -> optimizer.step() calls
+        self.guarded = False  # the steps checked finiteness (GradScaler, an isfinite guard): see _FINITE_CHECKS
 
     # hooks ---------------------------------------------------------------------------------------------
     def install(self) -> None:
@@ -400,6 +434,7 @@ class _Auditor:
                             if used is not None:  # what this update uses (read lazily, after_step)
                                 self.at_update.append((p, used))
                             p.stepped.append((s, used, p.last))
+                            p.early.append(s in p.arrived)
                         if p is not None and not p.changed:  # evidence only needed while it never moved
                             g = t.grad
                             p.at_step.append((s, None if g is None else _amax(g), lr_value))
@@ -417,9 +452,12 @@ class _Auditor:
         op = _Op(name, inputs, tuple(outs[0].shape), self.step, len(self.ops), _user_location())
         if name in BROADCASTING and len(inputs) >= 2:
             pair = (0, 1) if name != "where" else (1, 2)
-            if (len(inputs) > pair[1] and not _one_storage(tensors[pair[0]], tensors[pair[1]])
-                    and not self.learned(tensors[pair[0]]) and not self.learned(tensors[pair[1]])):
-                op.grid = _grid(inputs[pair[0]], inputs[pair[1]])
+            if len(inputs) > pair[1] and not _one_storage(tensors[pair[0]], tensors[pair[1]]):
+                grid = _grid(inputs[pair[0]], inputs[pair[1]])
+                if self.learned(tensors[pair[0]]) or self.learned(tensors[pair[1]]):
+                    op.learned_grid = grid
+                else:
+                    op.grid = grid
         self.ops.append(op)
         nodes: list[Any] = []
         for o in outs:
@@ -431,9 +469,12 @@ class _Auditor:
             self.handles.append(node.register_hook(probe))
             self.probes.setdefault(self.step, []).append(weakref.ref(probe))
 
-    def made(self, args: Sequence[Any], kwargs: Mapping[str, Any], outs: Sequence[Any]) -> None:
+    def made(self, args: Sequence[Any], kwargs: Mapping[str, Any], outs: Sequence[Any], func: Any = None) -> None:
         """Outputs of an op whose tensor operands (positional, or in a list, or keywords) are all the model's own
-        values are too (see learned)."""
+        values are too (see learned); and torch.arange's, an index range (the frequencies k of sin(pi x k), made in
+        the forward, broadcast a batch column against them on purpose, and a batch of as many rows as there are
+        frequencies was a broadcast_in_loss finding). Other factories' are not: a target built in the step
+        (torch.tensor of the batch's numbers) is a per-sample value."""
         some = False
         for a in itertools.chain(args, kwargs.values()):
             for t in a if isinstance(a, (tuple, list)) else (a,):
@@ -441,6 +482,8 @@ class _Auditor:
                     if not self.learned(t):
                         return
                     some = True
+        if not some and func is not None and _op_name(func) == "arange":
+            some = True
         if some:
             for o in outs:
                 if isinstance(o, torch.Tensor):
@@ -472,6 +515,9 @@ class _Auditor:
             op.reached = True
             if op.grid is not None and op.grid_text not in self.grids:
                 self.grids[op.grid_text] = op
+            elif op.learned_grid is not None and len(self.learned_grids) < 3:
+                a, b, g = op.learned_grid
+                self.learned_grids.add(f"{op.name}({_shape(a)}, {_shape(b)}) -> {_shape(g)}")
             self.backward_log.append((op, [_total(g) for g in grad_outputs if isinstance(g, torch.Tensor)],
                                       [_total(g) for g in grad_inputs if isinstance(g, torch.Tensor)]))
         finally:
@@ -512,7 +558,7 @@ class _Auditor:
                     bad.append(p)
             p.lazy_g, p.lazy_pre, p.lazy_reset = [], None, []
             if not p.changed and p.before is not None:
-                if not torch.equal(p.before, p.tensor.detach()):
+                if not _same_values(p.before, p.tensor.detach()):
                     p.changed = True
                     p.before = None
                     p.at_step = []
@@ -522,8 +568,10 @@ class _Auditor:
             # overflow of its scale by design (the mixed-precision recipe's first steps; a non_finite_grad finding
             # there pointed at the loss), or a step guarded by isfinite
             self.skipped_nonfinite.append(s)
+            origin = self._origin() if any(p.name not in self.skipped_detail for p in bad) else None
             for p in bad:
                 self.first_skipped.setdefault(p.name, s)
+                self.skipped_detail.setdefault(p.name, (s, p.gmax[s], origin))
         elif bad and not self.nonfinite:  # later ones follow from the first (the update spreads nan to the weights)
             origin = self._origin()
             for p in bad:
@@ -551,6 +599,16 @@ class _Auditor:
 
     def alive(self, s: int) -> int:
         return sum(1 for r in self.probes.get(s, ()) if r() is not None)
+
+
+def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """torch.equal, with a NaN equal to a NaN where it was: an uninitialised parameter holding one (torch.empty)
+    counted as changed by every step, and the findings that need "never changed" skipped it."""
+    if torch.equal(a, b):
+        return True
+    if not (a.is_floating_point() or a.is_complex()) or a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return bool(((a == b) | (a.isnan() & b.isnan())).all())
 
 
 def _one_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -600,12 +658,22 @@ _EXPECTED = {
 
 
 def _findings(aud: _Auditor, steps_run: int, stopped: bool, accumulate: int, have_optimizer: bool,
-              last_alive: dict[int, int]) -> tuple[list[Finding], list[str], dict[str, str]]:
+              last_alive: dict[int, int]) -> tuple[list[Finding], list[str], dict[str, str], dict[str, str]]:
+    """The findings, the kinds checked, those not checked (and why), and what a kind checked without a finding
+    says beside its pass (what it could not tell)."""
     out: list[Finding] = []
     checked: list[str] = []
     skipped: dict[str, str] = {}
     params = aud.params
     k = accumulate
+    all_skipped = bool(aud.skipped_nonfinite) and not any(aud.opt_steps.values())
+    if all_skipped and not aud.guarded:
+        # no optimizer.step() ran in the whole audit, and no step checked finiteness: nothing skipped an update by
+        # design. NaN gradients with a forgotten step() passed as skips
+        for name, detail in aud.skipped_detail.items():
+            aud.nonfinite.setdefault(name, detail)
+        aud.skipped_nonfinite.clear()
+        all_skipped = False
 
     # grad_accumulates: .grad carried from one audited step into the next, more than accumulate - 1 steps running
     if steps_run >= k + 1:
@@ -685,7 +753,7 @@ def _findings(aud: _Auditor, steps_run: int, stopped: bool, accumulate: int, hav
 
     # param_not_in_optimizer: trainable, not held by any optimizer, and never moved by anything else
     if not have_optimizer:
-        skipped["param_not_in_optimizer"] = "no optimizer given: manual updates"
+        skipped["param_not_in_optimizer"] = NO_OPTIMIZER
     elif not judged_params:
         skipped["param_not_in_optimizer"] = why_not
     else:
@@ -721,6 +789,7 @@ def _findings(aud: _Auditor, steps_run: int, stopped: bool, accumulate: int, hav
         skipped["param_no_grad"] = why_not
 
     # param_not_updated: a visible gradient in >= accumulate steps, and the value never changed
+    invisible: list[str] = []  # unchanged, with updates that may lie below the value's resolution
     if judged_params and steps_run >= k:
         checked.append("param_not_updated")
         for p in params:
@@ -729,14 +798,16 @@ def _findings(aud: _Auditor, steps_run: int, stopped: bool, accumulate: int, hav
             meant, zeroed, zero_last = _at_steps(p)
             if p.changed:
                 if zeroed:  # weight decay moved it, and no gradient: zero_grad() between backward() and step()
+                    cause = (STEP_FIRST if _step_first(p) else
+                             "zero_grad() ran between backward() and step(), and only the optimizer's weight decay "
+                             "(or momentum) moved it. Call optimizer.zero_grad() before the forward (or after step()), "
+                             "never between backward() and step().")
                     out.append(Finding(
                         "param_not_updated", p.name,
                         f"'{p.name}' had a non-zero gradient after backward (max |grad| "
                         f"{_num(max(meant.values()))}, in {_steps_text([s + 1 for s in sorted(meant)])}), but every "
-                        "optimizer.step() after it saw its .grad zero or None: zero_grad() ran between backward() and "
-                        "step(), and only the optimizer's weight decay (or momentum) moved it. Call "
-                        "optimizer.zero_grad() before the forward (or after step()), never between backward() and "
-                        "step().", step=min(meant) + 1, expected=_EXPECTED["param_not_updated"],
+                        f"optimizer.step() after it saw its .grad zero or None: {cause}",
+                        step=min(meant) + 1, expected=_EXPECTED["param_not_updated"],
                         observed=".grad zero at every optimizer.step() after a non-zero gradient",
                         details={"grad_max_abs": max(meant.values()), "steps_with_grad": sorted(s + 1 for s in meant)}))
                 continue
@@ -747,7 +818,15 @@ def _findings(aud: _Auditor, steps_run: int, stopped: bool, accumulate: int, hav
                 continue  # (every such step one whose update was skipped for non-finite gradients: GradScaler's)
             gmax = max(p.gmax[s] for s in with_grad)
             eps = torch.finfo(p.tensor.dtype).eps if p.tensor.is_floating_point() else 0.0
-            if gmax * MIN_VISIBLE_LR <= eps * p.pmax:
+            lrs = [lr for _, _, lr in p.at_step if lr is not None]
+            # the smallest update the step may have made: SGD's lr |g|, Adam's about lr (its normalized step); the
+            # lr the optimizer used where known (a warmup's 1e-8 left LayerNorm's 1.0 as it was in float32, and that
+            # was named an update to a copy), else one assumed; an lr of 0 at every step is a finding (below)
+            lr = max(lrs) if lrs else MIN_VISIBLE_LR
+            smallest = lr * min(gmax, 1.0) if lrs else gmax * MIN_VISIBLE_LR
+            if lr > 0.0 and smallest <= eps * p.pmax:
+                invisible.append(f"'{p.name}' (lr up to {_num(lr)}, max |grad| {_num(gmax)}, max |value| "
+                                 f"{_num(p.pmax)})")
                 continue
             out.append(Finding(
                 "param_not_updated", p.name,
@@ -764,7 +843,13 @@ def _findings(aud: _Auditor, steps_run: int, stopped: bool, accumulate: int, hav
                                          f"{steps_run} ran")
 
     # non_finite_grad
-    checked.append("non_finite_grad")
+    if all_skipped:  # by design (GradScaler's first steps, an isfinite guard), but no update ran to show it recovers
+        skipped["non_finite_grad"] = (
+            f"the gradients were not finite in {_steps_text([s + 1 for s in aud.skipped_nonfinite])} and every "
+            f"update was skipped (a finiteness check ran: GradScaler, or a guard), so none of the {steps_run} steps "
+            "trained; run more steps (steps=) to see the updates resume")
+    else:
+        checked.append("non_finite_grad")
     for name, (s, m, origin) in aud.nonfinite.items():
         what = "nan" if math.isnan(m) else "inf"
         src = (f"The first non-finite gradient came out of the backward of {origin}." if origin else
@@ -792,7 +877,18 @@ def _findings(aud: _Auditor, steps_run: int, stopped: bool, accumulate: int, hav
             "(w -= lr * w.grad inside it), or let an optimizer do it.",
             step=s + 1, expected=_EXPECTED["inplace_leaf_update"],
             observed=f"RuntimeError at step {s + 1}", details={"op": opname, "location": loc}))
-    return out, checked, skipped
+    said: dict[str, str] = {}
+    if aud.learned_grids:
+        said["broadcast_in_loss"] = (
+            f"broadcasts against the model's own values not judged ({'; '.join(sorted(aud.learned_grids))}): learned "
+            "features (t (B, 1) * w (K,)) broadcast so on purpose, and a prediction made from the parameters alone "
+            "(a full-batch factorisation) meeting its (N,) target as (N, 1) cannot be told from them by shapes; "
+            "make the shapes of a prediction and its target agree")
+    if invisible:
+        said["param_not_updated"] = (
+            f"{len(invisible)} unchanged parameter(s) not judged: the update the optimizer may have made lies below "
+            f"the resolution of their values ({'; '.join(invisible[:3])}{'; …' if len(invisible) > 3 else ''})")
+    return out, checked, skipped, said
 
 
 def _kept_root(aud: _Auditor, s: int) -> _Op | None:
@@ -821,6 +917,18 @@ def _at_steps(p: _Param) -> tuple[dict[int, float], bool, bool]:
     return meant, zeroed, zero_last
 
 
+#: the cause of a missing update where every optimizer.step() ran before its step's gradient arrived
+STEP_FIRST = ("optimizer.step() ran before backward(): at every call the step's own gradient had not arrived yet (and "
+              "the one before it was zeroed or never there), so each gradient came after the update it was meant "
+              "for. Call loss.backward() before optimizer.step().")
+
+
+def _step_first(p: _Param) -> bool:
+    """Whether every optimizer.step() that held p ran before a gradient arrived in its step, while gradients did
+    arrive (step() before backward()): it was read as zero_grad() between backward() and step()."""
+    return bool(p.early) and bool(p.arrived) and not any(p.early)
+
+
 def _not_updated_cause(aud: _Auditor, p: _Param, steps_run: int, have_optimizer: bool) -> str:
     if not have_optimizer:
         return ("the update was computed but never written into the tensor. `w = w - lr * w.grad` makes a new "
@@ -835,6 +943,8 @@ def _not_updated_cause(aud: _Auditor, p: _Param, steps_run: int, have_optimizer:
     values = iter(_values([g for g in grads if g is not None]))
     states = ["None" if g is None else ("zero" if next(values) == 0.0 else "non-zero") for g in grads]
     if "non-zero" not in states:
+        if _step_first(p):
+            return STEP_FIRST
         state = "None" if set(states) == {"None"} else "zero" if set(states) == {"zero"} else "None or zero"
         return (f"at every optimizer.step() its .grad was {state}: zero_grad() ran between backward() and step(). "
                 f"Call optimizer.zero_grad() before the forward (or after step()), never between backward() and "
@@ -944,7 +1054,7 @@ def _loss_of(ret: Any) -> float | None:
 
 
 def audit_training(step: Callable[[Any], Any], batches: Iterable[Any], *, model: torch.nn.Module | None = None,
-                   params: Mapping[str, torch.Tensor] | None = None, optimizer: Any = None, steps: int = 3,
+                   params: Mapping[str, torch.Tensor] | None = None, optimizer: Any = None, steps: int | None = None,
                    accumulate: int = 1) -> TrainingAudit:
     """Run ``step(batch)`` (the user's forward, backward and update) on the first *steps* batches and
     return what is wrong with the loop: ``grad_accumulates``, ``broadcast_in_loss``, ``graph_kept_alive``,
@@ -953,11 +1063,16 @@ def audit_training(step: Callable[[Any], Any], batches: Iterable[Any], *, model:
 
     *model*: an ``nn.Module`` (findings name ``named_parameters()``); *params*: a dict of leaf tensors
     (raw-tensor loops; findings name its keys); *optimizer*: any ``torch.optim`` optimizer (or a list,
-    or None for manual updates); *accumulate*: deliberate gradient accumulation over that many steps.
+    or None for manual updates); *accumulate*: deliberate gradient accumulation over that many steps;
+    *steps*: how many batches to run (default max(3, accumulate + 1): a forgotten zero_grad shows only
+    once .grad is carried into accumulate steps running). Fewer steps than a kind needs leave it not
+    checked, and the audit inconclusive (``audit.verdict``; ``audit.ok`` is False) unless it found something.
     A step that raises the in-place leaf RuntimeError ends the audit with that finding; any other
     exception of the step propagates (after everything installed is removed).
     """
     steps, accumulate = plain(steps), plain(accumulate)  # (NumPy integers as the ints they hold)
+    if steps is None and isinstance(accumulate, int) and not isinstance(accumulate, bool):
+        steps = max(3, accumulate + 1)
     optimizers = _validate(step, model, params, optimizer, steps, accumulate)
     trainable, frozen = _named(model, params, optimizers)
     held = {id(t) for opt in optimizers for g in opt.param_groups for t in g["params"]}
@@ -1000,8 +1115,8 @@ def audit_training(step: Callable[[Any], Any], batches: Iterable[Any], *, model:
             if any(last_alive.values()):
                 gc.collect()  # a reference cycle the collector has not reached yet is not a kept graph
                 last_alive = {s: aud.alive(s) for s in range(steps_run - 1)}
-        found, checked, skipped = _findings(aud, steps_run, stopped is not None, accumulate, bool(optimizers),
-                                            last_alive)
+        found, checked, skipped, said = _findings(aud, steps_run, stopped is not None, accumulate,
+                                                  bool(optimizers), last_alive)
     finally:
         aud.remove()
         aud.probes.clear()
@@ -1025,12 +1140,12 @@ def audit_training(step: Callable[[Any], Any], batches: Iterable[Any], *, model:
                                   details={"kind": kind}))
         else:
             skips = aud.skipped_nonfinite if kind == "non_finite_grad" else []
-            said = "" if not skips else (
-                f"non-finite gradients in step(s) {_steps_text([s + 1 for s in skips])}, where no optimizer stepped "
+            note = said.get(kind, "") if not skips else (
+                f"non-finite gradients in {_steps_text([s + 1 for s in skips])}, where no optimizer stepped "
                 "(GradScaler skips an overflow of its scale by design): not a finding")
             records.append(Record(suite="training", check=kind, function=name, input=scope, method="observation",
                                   expected_value=_EXPECTED[kind], source=source, executed=True, verdict="pass",
-                                  outcome=J.outcome("pass"), observed_value="no finding", reason=said,
+                                  outcome=J.outcome("pass"), observed_value="no finding", reason=note,
                                   details={"kind": kind}))
     opt_name = ", ".join(type(o).__name__ for o in optimizers) or None
     return TrainingAudit(name=name, findings=tuple(found), records=tuple(records), steps_run=steps_run, steps=steps,

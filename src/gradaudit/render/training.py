@@ -29,7 +29,10 @@ def header(audit: TrainingAudit) -> str:
     facts.append(f"optimizer {clean(audit.optimizer, newlines=False)}" if audit.optimizer else "no optimizer")
     if audit.accumulate > 1:
         facts.append(f"accumulate {audit.accumulate}")
-    verdict = "no findings" if n == 0 else plural(n, "finding")
+    undecided = len(audit.undecided)
+    verdict = plural(n, "finding") if n else (
+        f"inconclusive: no findings, but {plural(undecided, 'kind')} not checked (too few steps)" if undecided
+        else "no findings")
     return f"gradaudit.audit_training {clean(audit.name, newlines=False)}: {verdict} ({'; '.join(facts)})"
 
 
