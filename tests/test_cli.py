@@ -554,3 +554,112 @@ def test_report_to_files_exits_as_the_run_did(cli, ledger, tmp_path):
     good = tmp_path / "g.jsonl"
     assert cli("run", "quickstart", "--json", str(good), "-q").code == 0
     assert cli("report", str(good), "--markdown", str(tmp_path / "g.md")).code == 0
+
+
+# -- the third fresh-eyes audit (2026-12-06): reports, exit codes and the terminal --------------------------------
+
+def test_the_progress_bar_shows_a_check_name_escaped_and_reads_no_markup_in_it():
+    # the bar printed names raw: an ESC sequence cleared the screen, and [link=...] became a live hyperlink
+    import io
+
+    from rich.console import Console
+
+    from gradaudit.cli import LazyProgress
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=150)
+    bar = LazyProgress(console, total=3, after_s=0.0)
+    bar(type("C", (), {"name": "evil [link=https://evil.example/]L[/link] \x1b[2J"})())
+    bar(type("C", (), {"name": "evil [link=https://evil.example/]L[/link] \x1b[2J"})())
+    bar.stop()
+    text = out.getvalue()
+    assert "\x1b[2J" not in text and "\x1b]8;" not in text  # no raw ESC[2J, no OSC 8 hyperlink
+    assert "\\x1b[2J" in text and "[link=https://evil.example/]" in text  # shown, escaped, as text
+
+
+def test_plan_on_standard_output_escapes_what_json_leaves_raw_and_reads_back_the_same(cli, ledger):
+    name = "c1 \x9b2J bidi \u202eevil\u202c del \x7f"
+    r = cli("plan", str(ledger({"name": name, "function": "x*x", "x": 3, "analytical_gradient": 6})))
+    assert r.code == 0
+    assert not any(c in r.out for c in ("\x9b", "\u202e", "\x7f"))
+    assert {json.loads(line)["check"] for line in r.out.splitlines()} == {name}
+
+
+def test_report_exits_5_where_the_run_checked_nothing(cli, tmp_path):
+    results = tmp_path / "r.jsonl"
+    assert cli("run", "lesson", "--check", "same-device", "--json", str(results)).code == 5
+    assert cli("report", str(results)).code == 5
+    r = cli("report", str(results), "--junit", str(tmp_path / "r.xml"))
+    assert r.code == 5 and "no checks ran in" in r.err
+
+
+def test_a_replaced_results_file_keeps_its_permissions(cli, ledger, tmp_path):
+    import os
+    import stat
+
+    results = tmp_path / "r.jsonl"
+    path = ledger({"function": "x*x", "x": 3, "analytical_gradient": 6})
+    assert cli("run", str(path), "--json", str(results)).code == 0
+    os.chmod(results, 0o600)
+    assert cli("run", str(path), "--json", str(results)).code == 0
+    assert stat.S_IMODE(os.stat(results).st_mode) == 0o600
+
+
+def test_a_ledger_input_named_gn_does_not_shadow_the_notebooks_module():
+    from gradaudit.render.notebook import variable_names
+
+    assert variable_names(["gn", "x"])["gn"] != "gn"
+
+
+@pytest.mark.parametrize("function", ["1/x", "sqrt(x)"])
+def test_steps_at_a_point_where_the_derivative_is_not_finite_is_refused(cli, function):
+    r = cli("steps", function, "--at", "x=0")
+    assert r.code == 2 and "nothing finite to estimate" in r.err and "nan" not in r.out
+
+
+def test_a_results_file_nested_too_deeply_is_refused_in_its_own_terms(cli, tmp_path):
+    results = tmp_path / "deep.jsonl"
+    results.write_text('{"schema_version": 1, "kind": "run"}\n' + "[" * 100 + "]" * 100 + "\n")
+    r = cli("report", str(results))
+    assert r.code == 2 and "a ledger or a results file needs a few" in r.err
+
+
+def test_ctrl_c_seen_by_nbclients_own_handler_is_an_interrupt(monkeypatch):
+    # while cells run, nbclient's event loop replaces the SIGINT handler: it starts the kernel's cleanup (leaving
+    # _async_cleanup_kernel_future behind) and execute() then fails with AssertionError or a CancelledError (exit 1
+    # and tracebacks, where an interrupt is exit 130 and one line)
+    import asyncio
+
+    nbclient = pytest.importorskip("nbclient")
+    from gradaudit.render import notebook as nbr
+
+    for failure in (AssertionError(), asyncio.CancelledError()):
+        class Client:
+            def __init__(self, *a, **k):
+                pass
+
+            def execute(self, _failure=failure, **k):
+                self._async_cleanup_kernel_future = object()
+                raise _failure
+
+        monkeypatch.setattr(nbclient, "NotebookClient", Client)
+        with pytest.raises(KeyboardInterrupt):
+            nbr.execute(nbr.build(("quickstart",), ()))
+
+
+def test_a_kernel_that_fails_for_another_reason_shows_its_log(monkeypatch, capsys):
+    nbclient = pytest.importorskip("nbclient")
+    from gradaudit.render import notebook as nbr
+
+    class Client:
+        def __init__(self, *a, **k):
+            pass
+
+        def execute(self, stderr, **k):
+            stderr.write("kernel: cannot import ipykernel_launcher\n")
+            raise RuntimeError("Kernel died before replying to kernel_info")
+
+    monkeypatch.setattr(nbclient, "NotebookClient", Client)
+    with pytest.raises(RuntimeError):
+        nbr.execute(nbr.build(("quickstart",), ()))
+    assert "cannot import ipykernel_launcher" in capsys.readouterr().err

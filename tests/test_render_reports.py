@@ -145,3 +145,20 @@ def test_markdown_keeps_user_text_as_text(recs):
     cell = [line for line in html.splitlines() if "onerror" in line]
     assert cell == ["<td>x &lt;img src=x onerror=alert(1)&gt; **bold** [link](http://e.x) `code` a|b [x]</td>"]
     assert "<img" not in html and "<a " not in html and "<code>" not in html
+
+
+@pytest.mark.parametrize("bad", ["\ufffe", "\uffff", "\x01", "\x0b"])
+def test_junit_stays_well_formed_with_characters_xml_forbids_in_names_and_the_header(bad):
+    # U+FFFE and U+FFFF (and controls in a results file's header) made the file unparseable for CI
+    import xml.etree.ElementTree as ET
+
+    from gradaudit.record import Record
+    from gradaudit.render.junit import junit_xml
+
+    r = Record(suite=f"s{bad}", check=f"name{bad}", function="x*x", method="autograd.grad", verdict="fail",
+               outcome="failed", reason=f"why{bad}")
+    text = junit_xml([r], {"environment": {"id": f"env{bad}", "torch": {"version": f"2{bad}"}}})
+    root = ET.fromstring(text.encode("utf-8"))
+    assert root.get("failures") == "1"
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert props["environment"] == f"env{bad.encode('unicode_escape').decode('ascii')}"

@@ -1290,3 +1290,27 @@ def test_the_default_steps_cover_a_declared_accumulation():
     audit = audit_training(step, [torch.randn(4, 3)] * 10, model=model, optimizer=opt, accumulate=4)
     assert audit.steps == 5 and audit.steps_run == 5
     assert {f.where for f in audit.of_kind("grad_accumulates")} == {"weight", "bias"}
+
+
+def test_a_compiled_step_is_audited_eagerly_without_warnings_and_its_bugs_found():
+    # Dynamo traced the audit's function mode: a warning from our code, recompile-limit logs, and under -W error an
+    # internal Dynamo error instead of an audit. Run eagerly, the mode sees the ops the graph computes
+    torch.manual_seed(0)
+    model = nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    compiled = torch.compile(model, backend="eager")
+    loss_of = torch.compile(lambda p, y: ((p - y) ** 2).mean(), backend="eager")  # the (8, 1) - (8,) grid
+
+    def step(batch):
+        opt.zero_grad()
+        loss_of(compiled(batch[0]), batch[1]).backward()
+        opt.step()
+
+    batches = [(torch.randn(8, 3), torch.randn(8)) for _ in range(3)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        audit = audit_training(step, batches, model=model, optimizer=opt)
+    assert [f.where for f in audit.findings] == ["sub((8, 1), (8,)) -> (8, 8)"]
+    from torch._dynamo.eval_frame import _stance
+
+    assert _stance.stance == "default"  # the compiler's stance put back

@@ -187,6 +187,15 @@ def _write_all(outputs: list[tuple[str, str, str]]) -> list[str]:
     return written
 
 
+def _for_terminal(json_text: str) -> str:
+    """JSON for standard output with the characters JSON leaves raw that a terminal acts on (DEL, C1 controls such as
+    the 8-bit CSI, bidi overrides) written as JSON escapes: the same values read back, none reaches the terminal
+    raw (`gradaudit plan` printed a check name's U+009B and U+202E as they were)."""
+    from .render.common import _CONTROL
+
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)
+
+
 class LazyProgress:
     """A rich progress bar that appears only on a terminal, and only once a run passes one second."""
 
@@ -212,7 +221,12 @@ class LazyProgress:
             self.bar.start()
             self.task = self.bar.add_task("", total=self.total, completed=self.done)
         if self.bar is not None:
-            self.bar.update(self.task, completed=self.done, description=str(getattr(check, "name", "")))
+            from rich.markup import escape
+
+            # a check's name is user text: its control characters escaped, and no rich markup read in it (a
+            # [link=...] became a live hyperlink, an ESC sequence cleared the screen)
+            self.bar.update(self.task, completed=self.done, description=escape(clean(getattr(check, "name", ""),
+                                                                                    newlines=False)))
 
     def stop(self) -> None:
         if self.bar is not None:
@@ -245,7 +259,7 @@ def run(targets: tuple[str, ...], json_path: str | None, html_path: str | None, 
     """Run the checks of built-in SUITES or ledger FILES (default: every built-in suite)."""
     from .env import environment
     from .ledger import results_text
-    from .record import run_failed, summarize
+    from .record import summarize
     from .render.facts import environment_lines
     from .render.text import make_console, render
     from .run import size_guard
@@ -299,8 +313,17 @@ def run(targets: tuple[str, ...], json_path: str | None, html_path: str | None, 
     _finished()
     for line in written:
         console.print(clean(line), highlight=False, markup=False)
+    _exit_as_run(records, counts)
+
+
+def _exit_as_run(records: list[Any], counts: Any, results: str | None = None) -> None:
+    """The run's exit code (shared by `report`, which exits as the run did): 5 where no check ran, as pytest's
+    "no tests" (report exited 0 there, and a CI step that re-rendered results went green), 1 where one failed."""
+    from .record import run_failed
+
     if not any(r.executed and r.verdict != "skipped" for r in records):
-        click.echo("gradaudit: no checks ran: every record was skipped or nothing needs a gradient "
+        where = f" in {clean(results, newlines=False)}" if results else ""
+        click.echo(f"gradaudit: no checks ran{where}: every record was skipped or nothing needs a gradient "
                    "(as pytest, exit 5).", err=True)
         sys.exit(EXIT_NO_CHECKS)
     if run_failed(counts):
@@ -316,9 +339,10 @@ def report(results: str, html_path: str | None, junit_path: str | None, markdown
            quiet: bool) -> None:
     """Re-render saved RESULTS (from run --json or ga.write_results) without recomputing: as HTML, JUnit or
     Markdown files, or, with none of those, as the terminal report. The exit code is the run's either way (1 where
-    a check failed or was inconclusive), so a CI step that re-renders results fails as the run did."""
+    a check failed or was inconclusive, 5 where none ran), so a CI step that re-renders results fails as the run
+    did."""
     from .ledger import read_results
-    from .record import run_failed, summarize
+    from .record import summarize
 
     _distinct_outputs(results=results, html=html_path, junit=junit_path, markdown=markdown_path)
     header, records = read_results(results)
@@ -331,15 +355,13 @@ def report(results: str, html_path: str | None, junit_path: str | None, markdown
         env = header.get("environment") or {}
         render(records, make_console(), quiet=quiet, environment_lines=() if quiet or not env
                else environment_lines(env))
-        if run_failed(summarize(records)):
-            sys.exit(EXIT_CHECK_FAILED)
+        _exit_as_run(records, summarize(records), results)
         return
     written = _write_all(_render_reports(records, header, html_path, junit_path, markdown_path))
     _finished()
     for line in written:
         click.echo(line)
-    if run_failed(summarize(records)):
-        sys.exit(EXIT_CHECK_FAILED)
+    _exit_as_run(records, summarize(records), results)
 
 
 @cli.command()
@@ -394,7 +416,7 @@ def plan(targets: tuple[str, ...], json_path: str | None) -> None:
         click.echo(f"{len(records)} planned records: {json_path}")
     else:
         for r in records:
-            click.echo(dumps(r.to_dict()))
+            click.echo(_for_terminal(dumps(r.to_dict())))
 
 
 @cli.command()
@@ -462,7 +484,7 @@ def env(as_json: bool) -> None:
 
     block = environment()
     if as_json:
-        click.echo(dumps(block, indent=2))
+        click.echo(_for_terminal(dumps(block, indent=2)))
     else:
         for line in environment_lines(block):
             click.echo(line)

@@ -388,16 +388,22 @@ def _outputs_of(out: Any) -> list[Any]:
 
 
 def _evaluate(fn: Callable[..., Any], args: list[Any], diff: list[int], gos: list[torch.Tensor], who: str,
-              dtype: str) -> _Run:
+              dtype: str, seed: int = 0) -> _Run:
     """Forward and backward (autograd.grad with the seeded grad_outputs) of *fn* at *args*; the outputs and
-    gradients detached. Its exceptions come out as EvaluationError naming the pass."""
+    gradients detached. Its exceptions come out as EvaluationError naming the pass. Every forward starts from
+    torch's generators seeded with *seed* (the CPU's, and those of the CUDA devices the arguments are on; put back
+    after), as ga.check's evaluations do: a dropout compared with itself drew a new mask at each call, and failed."""
     import torch
 
     # private copies (an input already in the rung's dtype was the caller's own tensor: a function writing to it
     # changed the caller's), and a write to one is the function's error, as in ga.check
     leaves = [a.detach().clone().requires_grad_(i in diff) if torch.is_tensor(a) else a for i, a in enumerate(args)]
+    devices = sorted({a.device.index or 0 for a in leaves if torch.is_tensor(a) and a.is_cuda})
     try:
-        with torch.enable_grad():
+        with torch.enable_grad(), torch.random.fork_rng(devices=devices):
+            torch.random.default_generator.manual_seed(seed)
+            for d in devices:
+                torch.cuda.default_generators[d].manual_seed(seed)
             outs = _outputs_of(fn(*leaves))
     except Exception as exc:
         raise EvaluationError(f"the {who} forward in {dtype}", exc) from exc
@@ -776,14 +782,14 @@ def _rung(s: _Setup, rung: str, cache: dict[str, Any]) -> list[Record]:
     gq = [g.to(dt) for g in s.gos]
     g64 = [g.to(torch.float64) for g in gq]
     try:
-        truth = _evaluate(s.reference, x64, s.diff, g64, "reference (the float64 truth)", rung)
+        truth = _evaluate(s.reference, x64, s.diff, g64, "reference (the float64 truth)", rung, seed=s.seed)
         base = _evaluate(s.reference, _cast(xq, dt, s.device), s.diff, [g.to(s.device) for g in gq],
-                         "reference (the baseline)", rung)
+                         "reference (the baseline)", rung, seed=s.seed)
     except EvaluationError as exc:
         return _errored(s, rung, False, exc)
     try:
         cand = _evaluate(s.candidate, _cast(xq, dt, s.device), s.diff, [g.to(s.device) for g in gq], "candidate",
-                         rung)
+                         rung, seed=s.seed)
     except EvaluationError as exc:
         return _errored(s, rung, False, exc)
     cache["candidate_ran"] = True
@@ -838,12 +844,12 @@ def _top(s: _Setup, cache: dict[str, Any], asked: bool) -> list[Record]:
 
     x64 = _cast(s.xs, torch.float64, "cpu")
     try:
-        truth = _evaluate(s.reference, x64, s.diff, s.gos, "reference (the float64 truth)", "float64")
+        truth = _evaluate(s.reference, x64, s.diff, s.gos, "reference (the float64 truth)", "float64", seed=s.seed)
     except EvaluationError as exc:
         return _errored(s, "float64", True, exc)
     try:
         cand = _evaluate(s.candidate, _cast(x64, torch.float64, s.device), s.diff, [g.to(s.device) for g in s.gos],
-                         "candidate", "float64")
+                         "candidate", "float64", seed=s.seed)
     except EvaluationError as exc:
         if asked or not cache.get("candidate_ran"):
             return _errored(s, "float64", True, exc)
@@ -868,8 +874,8 @@ def _float32_scales(s: _Setup, cache: dict[str, Any]) -> list[tuple[float, float
         gq = [g.to(torch.float32) for g in s.gos]
         try:
             truth = _evaluate(s.reference, _cast(xq, torch.float64, "cpu"), s.diff, [g.double() for g in gq],
-                              "reference", "float64")
-            base = _evaluate(s.reference, xq, s.diff, gq, "reference", "float32")
+                              "reference", "float64", seed=s.seed)
+            base = _evaluate(s.reference, xq, s.diff, gq, "reference", "float32", seed=s.seed)
         except EvaluationError:
             return [(0.0, 0.0) for _ in _quantities(s)]
         pair = (truth, base)

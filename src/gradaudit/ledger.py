@@ -95,9 +95,9 @@ def _parse_failure(exc: BaseException) -> str:
     """The message for a parser that gave up: nesting too deep, or an integer too long to read."""
     if isinstance(exc, RecursionError):
         return (f"is nested too deeply to read (lists or tables inside each other; at most {MAX_NESTING} levels "
-                "are allowed). A ledger needs a few levels: records, inputs, nested lists for tensors.")
+                "are allowed). A ledger or a results file needs a few: records, inputs, nested lists for tensors.")
     if "digits" in str(exc):
-        return ("holds an integer with more than 4300 digits; ledger numbers must fit a float64 "
+        return ("holds an integer with more than 4300 digits; its numbers must fit a float64 "
                 "(at most about 1.8e308). Write the number you mean.")
     return f"cannot be read: {exc}."
 
@@ -108,8 +108,8 @@ def check_nesting(data: Any, *, where: str) -> None:
     while stack:
         value, depth = stack.pop()
         if depth > MAX_NESTING:
-            raise SpecError(f"is nested too deeply (more than {MAX_NESTING} levels of lists or tables); a ledger "
-                            "needs a few levels: records, inputs, nested lists for tensors.", where=where)
+            raise SpecError(f"is nested too deeply (more than {MAX_NESTING} levels of lists or tables); a ledger or a "
+                            "results file needs a few: records, inputs, nested lists for tensors.", where=where)
         if isinstance(value, Mapping):
             stack.extend((v, depth + 1) for v in value.values())
         elif isinstance(value, (list, tuple)):
@@ -426,9 +426,13 @@ def write_atomic(path: str | Path, text: str) -> None:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
         # (a lone surrogate, from a file name that is not UTF-8, say, written as its escape: it crashed the write)
         with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.fchmod(fh.fileno(), 0o666 & ~umask)  # mkstemp makes 0600: give results the usual permissions
+            try:  # the file it replaces keeps its permissions (a private 0600 results file became 0644)
+                mode = stat.S_IMODE(os.stat(target).st_mode)
+            except FileNotFoundError:
+                umask = os.umask(0)
+                os.umask(umask)
+                mode = 0o666 & ~umask  # mkstemp makes 0600: give new results the usual permissions
+            os.fchmod(fh.fileno(), mode)
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())

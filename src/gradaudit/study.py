@@ -11,6 +11,7 @@ True
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -47,6 +48,12 @@ def study(function: str, point: Mapping[str, float], *, wrt: str | None = None,
     (d2,) = torch.autograd.grad(d1, x64, create_graph=True)
     third = torch.autograd.grad(d2, x64, allow_unused=True)[0] if d2.requires_grad else None
     exact, fx = float(d1.detach()), float(y.detach())
+    if not (math.isfinite(exact) and math.isfinite(fx)):
+        # (every error was inf, the optimum step nan: a table of nothing, exit 0)
+        at = ", ".join(f"{n}={v:g}" for n, v in point.items())
+        raise SpecError(f"at {at}, {function!r} is {fx:g} and its derivative in '{wrt}' is {exact:g}: a central "
+                        "difference has nothing finite to estimate there. Study a point where the function and its "
+                        "derivative are finite (near it, to see the steps fail as they approach it).", field="at")
     f3 = abs(float(third)) if third is not None else 0.0
     rows: list[dict[str, Any]] = []
     optimum: dict[str, Any] = {}

@@ -36,6 +36,7 @@ draws no random numbers and writes to no tensor of the user's.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import itertools
 import math
@@ -1091,7 +1092,13 @@ def audit_training(step: Callable[[Any], Any], batches: Iterable[Any], *, model:
     last_alive: dict[int, int] = {}
     watch = _Watch(aud)
     loader = _batches(batches)
+    # a torch.compile'd step runs eagerly under the audit: Dynamo traced the audit's function mode (a warning from
+    # our code, recompile-limit logs, and an internal error under -W error); eager, the mode sees the ops the graph
+    # computes. Only where Dynamo is imported already (nothing can be compiled otherwise; importing it costs ~1 s)
+    eager = (torch.compiler.set_stance("force_eager") if "torch._dynamo" in sys.modules
+             and hasattr(torch.compiler, "set_stance") else contextlib.nullcontext())
     try:
+        eager.__enter__()
         aud.install()  # (inside: a hook that cannot be installed leaves none of the others behind)
         for s, batch in enumerate(itertools.islice(loader, steps)):
             aud.before_step(s)
@@ -1118,6 +1125,7 @@ def audit_training(step: Callable[[Any], Any], batches: Iterable[Any], *, model:
         found, checked, skipped, said = _findings(aud, steps_run, stopped is not None, accumulate,
                                                   bool(optimizers), last_alive)
     finally:
+        eager.__exit__(None, None, None)
         aud.remove()
         aud.probes.clear()
         for p in plist:

@@ -16,7 +16,7 @@ from typing import Any
 
 MAX_INLINE = 4
 # (and lone surrogates, which no terminal or UTF-8 file can take: a name from a file name that is not UTF-8)
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]")
 
 
 #: the note of a directional check's located element (directional._bisect), whose values are vᵀJ there

@@ -35,8 +35,11 @@ def junit_xml(records: Sequence[Record], header: Mapping[str, Any] | None = None
         counts = {"tests": len(recs), "failures": 0, "errors": 0, "skipped": 0}
         if env:
             props = ET.SubElement(node, "properties")
-            ET.SubElement(props, "property", name="environment", value=str(env.get("id")))
-            ET.SubElement(props, "property", name="torch", value=str(env.get("torch", {}).get("version")))
+            # (a results file's header is read from disk: its text is escaped as any other, XML taking no control)
+            ET.SubElement(props, "property", name="environment", value=clean(env.get("id"), newlines=False))
+            torch_info = env.get("torch")
+            version = torch_info.get("version") if isinstance(torch_info, Mapping) else None
+            ET.SubElement(props, "property", name="torch", value=clean(version, newlines=False))
         for r in recs:
             case = ET.SubElement(node, "testcase", classname=f"gradaudit.{suite}", name=case_name(r),
                                  time=f"{float(r.elapsed_s or 0.0):.6f}")

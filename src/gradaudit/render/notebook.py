@@ -17,6 +17,7 @@ import html
 import keyword
 import pprint
 import re
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,7 +66,7 @@ torch.__version__"""
 
 #: helper names the generated cells use; an input with one of these names is renamed in the code
 _USED = frozenset({"torch", "math", "f", "h", "e", "i", "eps", "slopes", "exc", "outcome", "grads", "max", "abs",
-                   "range", "type"})
+                   "range", "type", "gn"})  # (gn: gradaudit.notebook, whose cells show each record)
 _SPECIAL = {"softplus": "torch.nn.functional.softplus"}
 _TWO_ARGS = {"pow", "maximum", "minimum", "dot", "matmul"}
 
@@ -436,7 +437,9 @@ def execute(nb: Any, *, timeout: int = 600, cwd: str | Path | None = None) -> An
     The kernel runs over CurveZMQ-encrypted TCP where pyzmq and the kernel support it (so ipykernel has
     no "running over TCP without encryption" warning to print), with the debugger's frozen-modules check
     off (:data:`KERNEL_ENV`)."""
+    import asyncio
     import os
+    import tempfile
 
     try:
         from nbclient import NotebookClient
@@ -452,12 +455,20 @@ def execute(nb: Any, *, timeout: int = 600, cwd: str | Path | None = None) -> An
     # error verdict): kept, as the learner's own code would show it; any other cell raising is a failure
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(cwd or Path.cwd())}}, **kwargs)
-    with _interrupts() as interrupted:
+    # the kernel's own log goes to a file, shown where the execution fails: an interrupted kernel logged a ZMQError
+    # traceback to the terminal beside the one-line "interrupted"
+    with _interrupts() as interrupted, tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as log:
         try:
-            client.execute(env={**os.environ, **KERNEL_ENV})
-        except Exception:
-            if interrupted:  # Ctrl-C, which nbclient's shutdown of the kernel turns into ZMQError, DeadKernelError, ...
+            client.execute(env={**os.environ, **KERNEL_ENV}, stderr=log)
+        except (Exception, asyncio.CancelledError):
+            # Ctrl-C, which nbclient's shutdown of the kernel turns into ZMQError, DeadKernelError, AssertionError, a
+            # cancelled wait for the kernel (a BaseException) ...:
+            # seen by the handler here before the kernel runs, by nbclient's own (its event loop's, which replaces
+            # it while cells run, and leaves the kernel's cleanup behind) after
+            if interrupted or getattr(client, "_async_cleanup_kernel_future", None) is not None:
                 raise KeyboardInterrupt from None
+            log.seek(0)
+            sys.stderr.write(log.read())
             raise
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code" or cell.get("metadata", {}).get("gradaudit", {}).get("channel"):
