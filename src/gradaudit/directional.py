@@ -470,7 +470,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                               "evaluations": quick.evaluations + spent, "rounding_floor": floor}
     if moved_share is not None:
         result.update(autograd_unmoved=moved_share[0], autograd_moved=moved_share[1], unmoved_bound=moved_share[2])
-    if stage.judged is not None and settled(stage, quick.trunc):
+    if stage.judged is not None and settled(stage, quick.trunc) and not _coarse_quick(quick, tol, precision, phi_many):
         judged = stage.judged
         result["curve"] = quick.trunc * abs(quick.value)
     elif split_early and math.isfinite(quick.trunc) and stage.diff > stage.allowed + 16 * quick.trunc:
@@ -783,6 +783,16 @@ def resolves(term: Any, possible: float, curve: float) -> Any:
     resolves RESOLVE of a term |v_r J_rc u_c| = *term* (a float or a tensor): term (RESOLVE term - possible) >
     CURVE_MARGIN curve (a term of 0 is never resolved)."""
     return term * (term * RESOLVE - possible) > CURVE_MARGIN * curve
+
+
+def _coarse_quick(quick: Quick, tol: ToleranceUsed, precision: str, phi_many: Batched) -> bool:
+    """Whether a quick stage that accepted did so on a bound above RESOLVE of its value (float64, the default
+    tolerance, float64 outputs): judged against the projection's natural size (its weighted outputs', about 1), such
+    a bound passes a value far below that size whatever it is. A function whose value a constant dominates
+    (x.sum() + 1e10: a projection of 3e-10 beside weighted outputs of 1) passed a backward 1% off, and full mode's
+    confirmation with it; Ridders' larger steps round finer against it (1e-4 of it there), and judge it."""
+    return (tol.default and precision == "float64" and _unit(phi_many) <= 1 and quick.value != 0.0
+            and math.isfinite(quick.err) and SAFETY * quick.err > RESOLVE * abs(quick.value))
 
 
 def _unresolved(judged: J.Judged, err: float, value: float, tol: ToleranceUsed, precision: str, *,
