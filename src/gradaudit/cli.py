@@ -316,12 +316,13 @@ def run(targets: tuple[str, ...], json_path: str | None, html_path: str | None, 
     _exit_as_run(records, counts)
 
 
-def _exit_as_run(records: list[Any], counts: Any, results: str | None = None) -> None:
+def _exit_as_run(records: list[Any], counts: Any, results: str | None = None, planned: bool = False) -> None:
     """The run's exit code (shared by `report`, which exits as the run did): 5 where no check ran, as pytest's
-    "no tests" (report exited 0 there, and a CI step that re-rendered results went green), 1 where one failed."""
+    "no tests" (report exited 0 there, and a CI step that re-rendered results went green), 1 where one failed. A
+    plan's records (`plan --json`, *planned*) ran nothing by design: `plan` exits 0, and so does their report."""
     from .record import run_failed
 
-    if not any(r.executed and r.verdict != "skipped" for r in records):
+    if not planned and not any(r.executed and r.verdict != "skipped" for r in records):
         where = f" in {clean(results, newlines=False)}" if results else ""
         click.echo(f"gradaudit: no checks ran{where}: every record was skipped or nothing needs a gradient "
                    "(as pytest, exit 5).", err=True)
@@ -355,13 +356,13 @@ def report(results: str, html_path: str | None, junit_path: str | None, markdown
         env = header.get("environment") or {}
         render(records, make_console(), quiet=quiet, environment_lines=() if quiet or not env
                else environment_lines(env))
-        _exit_as_run(records, summarize(records), results)
+        _exit_as_run(records, summarize(records), results, planned=header.get("planned") is True)
         return
     written = _write_all(_render_reports(records, header, html_path, junit_path, markdown_path))
     _finished()
     for line in written:
         click.echo(line)
-    _exit_as_run(records, summarize(records), results)
+    _exit_as_run(records, summarize(records), results, planned=header.get("planned") is True)
 
 
 @cli.command()

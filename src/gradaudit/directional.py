@@ -473,7 +473,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     # a quick stage that accepted on a bound coarser than the promise, along a whole input: Ridders may refute it
     # or refine it, never leave it undecided (below)
     coarse_quick = (stage.judged is not None and settled(stage, quick.trunc) and still is None
-                    and _coarse_quick(quick, tol, precision, phi_many))
+                    and _coarse_quick(quick, tol, precision, phi_many, dot_rounding))
     quick_result = dict(result)
     if stage.judged is not None and settled(stage, quick.trunc) and not coarse_quick:
         judged = stage.judged
@@ -799,7 +799,7 @@ def resolves(term: Any, possible: float, curve: float) -> Any:
     return term * (term * RESOLVE - possible) > CURVE_MARGIN * curve
 
 
-def _coarse_quick(quick: Quick, tol: ToleranceUsed, precision: str, phi_many: Batched) -> bool:
+def _coarse_quick(quick: Quick, tol: ToleranceUsed, precision: str, phi_many: Batched, dot_rounding: float) -> bool:
     """Whether a quick stage that accepted did so on a bound above RESOLVE of its value (float64, the default
     tolerance, float64 outputs): judged against the projection's natural size (its weighted outputs', about 1), such
     a bound passes a value far below that size whatever it is. A function whose value a constant dominates
@@ -807,9 +807,13 @@ def _coarse_quick(quick: Quick, tol: ToleranceUsed, precision: str, phi_many: Ba
     confirmation with it; Ridders' larger steps round finer against it (1e-4 of it there), and judge it. Only along
     a whole input (a projection along part of one, the columns central differences left open, is about terms
     absorbed into larger ones: Ridders sees stairs there, 64 of 926 OpInfo cases took more evaluations and
-    scaled_dot_product_attention's turned inconclusive); and Ridders may refute or refine the pass, not undecide it."""
+    scaled_dot_product_attention's turned inconclusive); and Ridders may refute or refine the pass, not undecide it.
+    Against the terms' size as well as the value's (*dot_rounding*, the bound on autograd's vᵀJu, is 4 eps
+    sqrt(n) sum |g_i u_i|): a projection small by cancellation between terms the quick stage resolves is not coarse
+    (|x|_2's confirmations went to Ridders at some draws, 4 evaluations becoming 17)."""
+    terms = dot_rounding / (4 * EPS64)
     return (tol.default and precision == "float64" and _unit(phi_many) <= 1 and quick.value != 0.0
-            and math.isfinite(quick.err) and SAFETY * quick.err > RESOLVE * abs(quick.value))
+            and math.isfinite(quick.err) and SAFETY * quick.err > RESOLVE * max(abs(quick.value), terms))
 
 
 def _unresolved(judged: J.Judged, err: float, value: float, tol: ToleranceUsed, precision: str, *,

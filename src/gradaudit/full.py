@@ -1031,7 +1031,7 @@ def _quick_tiny(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.
     if all(d is not None for d in judged):
         cols = list(range(n))
         for k, (diffs, num) in enumerate(zip(judged, numeric)):
-            found.beyond = found.beyond or _beyond_values(diffs, num, per_output[k], tol)  # type: ignore[arg-type]
+            found.beyond = found.beyond or _beyond_values(diffs, num, tol)  # type: ignore[arg-type]
             if tol.default:
                 _seen_values(found, k, diffs, analytic.get((j, k)), cols)  # type: ignore[arg-type]
             found.add_passed_values(diffs, num, n, k, cols)  # type: ignore[arg-type]  # none is None here
@@ -1089,13 +1089,13 @@ def _count(cols: torch.Tensor, blocks: list[tuple[int, torch.Tensor, torch.Tenso
             if quick and tol.default:
                 _seen_values(found, k, diffs, obs, at, clean if some else None)
             if not some:
-                found.beyond = found.beyond or quick and _beyond_values(diffs, refs, bounds, tol)
+                found.beyond = found.beyond or quick and _beyond_values(diffs, refs, tol)
                 found.add_passed_values(diffs, refs, w, k, at)
                 continue
             rows = range(ref.shape[0])
             picked = [r * w + c for r in rows for c in clean]
             diffs, refs = [diffs[i] for i in picked], [refs[i] for i in picked]
-            found.beyond = found.beyond or quick and _beyond_values(diffs, refs, [bounds[i] for i in picked], tol)
+            found.beyond = found.beyond or quick and _beyond_values(diffs, refs, tol)
             found.add_passed_values(diffs, refs, len(clean), k, [at[c] for c in clean])
             continue
         rows_t = torch.arange(ref.shape[0]).reshape(-1, 1)
@@ -1117,24 +1117,27 @@ def _beyond(judged: J.Judged, tol: ToleranceUsed) -> bool:
     difference above atol + rtol |reference|, the reference above that bound (not an entry of zero seen through
     rounding) and at least 1% of the block's largest (a NaN there: none). Central differences resolve about
     1e-9 of an entry, so they pass torch's trigamma, 3e-10 off at 0.5, within their bound: where the evidence
-    shows such a difference, the directional confirmation (100 times finer) decides, as in directional mode."""
+    shows such a difference, the directional confirmation (100 times finer) decides, as in directional mode.
+    A reference within its own bound counts too, where it is 1% of the block's largest: zeros seen through
+    rounding are below that beside real entries, and a block whose largest entry is within its bound is one the
+    evidence cannot resolve at all (x.sum() + 1e10, whose values round at 2e-6: central differences read 0.945
+    within a bound of 1.5, and a backward giving 0 passed full mode, where directional mode failed it)."""
     shape = judged.verdict.shape
     if not tol.default or not judged.verdict.numel():
         return False
     size, diff, wide = (t.expand(shape) for t in (judged.ref.abs(), judged.diff, judged.evidence))
     floor = 0.01 * float(size.max())
-    return bool(((judged.verdict.expand(shape) == J.PASS) & (diff > tol.atol + tol.rtol * size) & (size > wide)
+    return bool(((judged.verdict.expand(shape) == J.PASS) & (diff > tol.atol + tol.rtol * size)
                  & (size >= floor)).any())
 
 
-def _beyond_values(diffs: list[float], refs: list[float], bounds: list[float], tol: ToleranceUsed) -> bool:
-    """:func:`_beyond` for a block that passed whole, in Python floats (differences, references and the raw
-    bounds, SAFETY times which the judge allowed): the same IEEE operations."""
+def _beyond_values(diffs: list[float], refs: list[float], tol: ToleranceUsed) -> bool:
+    """:func:`_beyond` for a block that passed whole, in Python floats (differences and references): the same IEEE
+    operations."""
     if not tol.default or not refs or any(r != r for r in refs):
         return False
     floor = 0.01 * max(abs(r) for r in refs)
-    return any(d > tol.atol + tol.rtol * abs(r) and abs(r) > b * SAFETY and abs(r) >= floor
-               for d, r, b in zip(diffs, refs, bounds))
+    return any(d > tol.atol + tol.rtol * abs(r) and abs(r) >= floor for d, r in zip(diffs, refs))
 
 
 def _mark(bad: list[bool], judged: Any, width: int) -> None:
