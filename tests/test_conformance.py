@@ -2684,3 +2684,18 @@ def test_a_derivative_beyond_float64s_range_is_inconclusive_in_every_mode(mode):
     res = ga.check(lambda t: t**400, (x,), mode=mode)
     assert res.verdict == "inconclusive"
     assert "cannot confirm inf" in str(res) and "e+308" not in str(res)
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+@pytest.mark.parametrize("offset", [1e6, 1e10])
+def test_a_function_a_constant_dominates_still_fails_a_wrong_backward(mode, offset):
+    """y = x0 + x1 + c at x = (1, 2): dy/dx = (1, 1), whatever c. At c = 1e10 the values round at 2e-6, so central
+    differences at cbrt(eps) read the slope to about 6% and a projection weighted by 1 / |y| is 3e-10 against
+    weighted outputs of 1: a backward 1% off passed both modes (the quick stages' bounds, judged against the outputs'
+    size, let it through), and a backward giving 0 passed full mode and failed directional mode. Ridders' larger
+    steps round at 1e-4 of the slope there: both bugs fail in both modes, the right backward passes."""
+    x = torch.tensor([1.0, 2.0], dtype=F64, requires_grad=True)
+    forward, derivative = (lambda x: x.sum() + offset), (lambda x: torch.ones_like(x))
+    assert ga.check(_hand_written(forward, derivative), (x,), mode=mode).verdict == "pass"
+    assert ga.check(_hand_written(forward, derivative, 0.01), (x,), mode=mode).verdict == "fail"
+    assert ga.check(_hand_written(forward, derivative, -1.0), (x,), mode=mode).verdict == "fail"  # a backward of 0

@@ -143,3 +143,24 @@ def test_ridders_bound_holds_the_rounding_of_the_values_at_its_steps():
     # and a ledger's expectation 1e-8 off (relative) still fails its finite_difference channel at an ordinary point
     recs = run([Expectation(name="square", function="x*x", inputs={"x": 3.0}, expected={"x": 6.0 * (1 + 1e-8)})])
     assert {r.method: r.verdict for r in recs}["finite_difference"] == "fail"
+
+
+@pytest.mark.parametrize("offset, expected, verdict", [
+    # d/dx (x0 + x1 + c) = (1, 1). At c = 1e10 the values round at 2e-6 and Ridders resolves about 4e-3 of the slope:
+    # it confirms neither 1 nor 1.01 to the promise (inconclusive, where |f| / |x| = 5e9 as the size let both pass);
+    # 0 is outside its allowance. At c = 1e20 float64 absorbs x (the estimate is 0): 1 is inconclusive, where it
+    # passed; 0 agrees with the float64 function, which no step can move
+    (1e10, 1.0, "inconclusive"), (1e10, 1.01, "inconclusive"), (1e10, 0.0, "fail"),
+    (1e20, 1.0, "inconclusive"), (1e20, 0.0, "pass"),
+    (0.0, 1.0, "pass"), (0.0, 1.01, "fail"),
+])
+def test_a_finite_difference_bound_is_judged_against_the_expectations_own_size(offset, expected, verdict):
+    (r,) = run([Expectation("offset", f"sum(x) + {offset!r}", {"x": [1.0, 2.0]}, {"x": [expected, expected]},
+                            methods=["finite_difference"])])
+    assert r.verdict == verdict, r.reason
+
+
+def test_a_zero_expectation_at_a_stationary_point_still_passes_on_the_functions_size():
+    (r,) = run([Expectation("stationary", "sum((x - 1)**2) + 5", {"x": [1.0, 1.0]}, {"x": [0.0, 0.0]},
+                            methods=["finite_difference"])])
+    assert r.verdict == "pass", r.reason
