@@ -2693,9 +2693,14 @@ def test_a_function_a_constant_dominates_still_fails_a_wrong_backward(mode, offs
     differences at cbrt(eps) read the slope to about 6% and a projection weighted by 1 / |y| is 3e-10 against
     weighted outputs of 1: a backward 1% off passed both modes (the quick stages' bounds, judged against the outputs'
     size, let it through), and a backward giving 0 passed full mode and failed directional mode. Ridders' larger
-    steps round at 1e-4 of the slope there: both bugs fail in both modes, the right backward passes."""
+    steps round at about 1e-3 of the slope there: both bugs fail in both modes, and the right backward, which that
+    evidence cannot confirm (its bound above 1e-3 of the value: J.UNINFORMATIVE), is inconclusive in both, as a
+    ledger's finite_difference channel says of the same function; at c = 1e6 it passes."""
     x = torch.tensor([1.0, 2.0], dtype=F64, requires_grad=True)
     forward, derivative = (lambda x: x.sum() + offset), (lambda x: torch.ones_like(x))
-    assert ga.check(_hand_written(forward, derivative), (x,), mode=mode).verdict == "pass"
+    right = ga.check(_hand_written(forward, derivative), (x,), mode=mode)
+    assert right.verdict == ("pass" if offset == 1e6 else "inconclusive"), right
+    if offset == 1e10:
+        assert "the evidence's error bound is too large against the value to decide" in str(right)
     assert ga.check(_hand_written(forward, derivative, 0.01), (x,), mode=mode).verdict == "fail"
     assert ga.check(_hand_written(forward, derivative, -1.0), (x,), mode=mode).verdict == "fail"  # a backward of 0
