@@ -1114,14 +1114,14 @@ def _count(cols: torch.Tensor, blocks: list[tuple[int, torch.Tensor, torch.Tenso
 
 def _beyond(judged: J.Judged, tol: ToleranceUsed) -> bool:
     """Whether an entry passed beyond the default tolerance itself, within the evidence's own bound only: its
-    difference above atol + rtol |reference|, the reference above that bound (not an entry of zero seen through
-    rounding) and at least 1% of the block's largest (a NaN there: none). Central differences resolve about
-    1e-9 of an entry, so they pass torch's trigamma, 3e-10 off at 0.5, within their bound: where the evidence
-    shows such a difference, the directional confirmation (100 times finer) decides, as in directional mode.
-    A reference within its own bound counts too, where it is 1% of the block's largest: zeros seen through
-    rounding are below that beside real entries, and a block whose largest entry is within its bound is one the
-    evidence cannot resolve at all (x.sum() + 1e10, whose values round at 2e-6: central differences read 0.945
-    within a bound of 1.5, and a backward giving 0 passed full mode, where directional mode failed it)."""
+    difference above atol + rtol |reference|, and the reference at least 1% of the block's largest (a NaN there:
+    none). Central differences resolve about 1e-9 of an entry, so they pass torch's trigamma, 3e-10 off at 0.5,
+    within their bound: where the evidence shows such a difference, the directional confirmation (100 times finer)
+    decides, as in directional mode. The reference was also required to lie above its bound (not an entry of zero
+    seen through rounding); zeros seen through rounding are below 1% of the largest beside real entries, and a block
+    whose largest entry is within its bound is one the evidence cannot resolve at all (x.sum() + 1e10, whose values
+    round at 2e-6: central differences read 0.945 within a bound of 1.5, and a backward giving 0 passed full mode,
+    where directional mode failed it)."""
     shape = judged.verdict.shape
     if not tol.default or not judged.verdict.numel():
         return False
