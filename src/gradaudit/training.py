@@ -334,8 +334,11 @@ class _Watch(TorchFunctionMode):
         aud = self.aud
         if aud.busy:
             return func(*args, **kwargs)
-        if func in _FINITE_CHECKS:
-            aud.guarded = True
+        if not aud.guarded:
+            try:
+                aud.guarded = func in _FINITE_CHECKS
+            except TypeError:  # (an unhashable callable: not one of them)
+                pass
         try:
             out = func(*args, **kwargs)
         except RuntimeError as exc:
