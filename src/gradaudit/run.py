@@ -408,12 +408,14 @@ def _judge_gradient(base: Record, check: Expectation, name: str, method: str, ev
         return _done(base, f.verdict, check.expect, discrepancy=f.discrepancy(KEEP), **fields)  # type: ignore
     spec = check.inputs[name]
     x = spec.tensor(requires_grad=False, dtype="float64").reshape(-1).abs().clamp_min(1.0)
-    # the natural size a bound is judged against (J.judge: too large a bound cannot decide): an expectation that is not
-    # 0 is its own size; max(1, |f|) / max(1, |x|) is the size of one that is 0 (a stationary point). A function whose
-    # value a constant dominates, sum(x) + 1e10, made |f| / |x| 5e9 against a derivative of 1, and an expectation 1%
-    # off passed on evidence that resolves 1e-3 of it; at sum(x) + 1e20 (x absorbed: the estimate is 0 within 4e8) an
-    # expectation of 1 passed as well as one of 0
-    scale = torch.where(expected != 0, 0.0, (max(1.0, abs(ev.info["per_input"][name]["f"])) / x).reshape(
+    # the natural size a bound is judged against (J.judge: too large a bound cannot decide): for an expectation that is
+    # not 0, the largest of the input's expectations; max(1, |f|) / max(1, |x|) for one that is 0 (a stationary point).
+    # A function whose value a constant dominates, sum(x) + 1e10, made |f| / |x| 5e9 against a derivative of 1, and an
+    # expectation 1% off passed on evidence that resolves 1e-3 of it; at sum(x) + 1e20 (x absorbed: the estimate is 0
+    # within 4e8) an expectation of 1 passed as well as one of 0. (Each entry's own size made a right expectation of
+    # 1e-3 beside one of 1 inconclusive, at (x*x).sum() + 1e8, where ga.check passes it.)
+    largest = float(expected.abs().max()) if expected.numel() else 0.0
+    scale = torch.where(expected != 0, largest, (max(1.0, abs(ev.info["per_input"][name]["f"])) / x).reshape(
         expected.shape))
     bound = ev.bounds.get(name)
     precision = ev.info["per_input"][name]["dtype"]
