@@ -474,7 +474,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     # or refine it, never leave it undecided (below)
     coarse_quick = (stage.judged is not None and settled(stage, quick.trunc) and still is None
                     and _coarse_quick(quick, tol, precision, phi_many, dot_rounding))
-    quick_result = dict(result)
+    quick_result = dict(result) if coarse_quick else result  # (what the quick stage said, kept only where needed)
     if stage.judged is not None and settled(stage, quick.trunc) and not coarse_quick:
         judged = stage.judged
         result["curve"] = quick.trunc * abs(quick.value)
