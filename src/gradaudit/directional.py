@@ -473,7 +473,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     # a quick stage that accepted on a bound coarser than the promise, along a whole input: Ridders may refute it
     # or refine it, never leave it undecided (below)
     coarse_quick = (stage.judged is not None and settled(stage, quick.trunc) and still is None
-                    and _coarse_quick(quick, tol, precision, phi_many, dot_rounding))
+                    and _coarse_quick(quick, tol, precision, phi_many, dot_rounding, obs))
     quick_result = dict(result) if coarse_quick else result  # (what the quick stage said, kept only where needed)
     if stage.judged is not None and settled(stage, quick.trunc) and not coarse_quick:
         judged = stage.judged
@@ -807,7 +807,8 @@ def resolves(term: Any, possible: float, curve: float) -> Any:
     return term * (term * RESOLVE - possible) > CURVE_MARGIN * curve
 
 
-def _coarse_quick(quick: Quick, tol: ToleranceUsed, precision: str, phi_many: Batched, dot_rounding: float) -> bool:
+def _coarse_quick(quick: Quick, tol: ToleranceUsed, precision: str, phi_many: Batched, dot_rounding: float,
+                  observed: float) -> bool:
     """Whether a quick stage that accepted did so on a bound above RESOLVE of its value (float64, the default
     tolerance, float64 outputs): judged against the projection's natural size (its weighted outputs', about 1), such
     a bound passes a value far below that size whatever it is. A function whose value a constant dominates
@@ -818,9 +819,12 @@ def _coarse_quick(quick: Quick, tol: ToleranceUsed, precision: str, phi_many: Ba
     scaled_dot_product_attention's turned inconclusive); and Ridders may refute or refine the pass, not undecide it.
     Against the terms' size as well as the value's (*dot_rounding*, the bound on autograd's vᵀJu, is 4 eps
     sqrt(n) sum |g_i u_i|): a projection small by cancellation between terms the quick stage resolves is not coarse
-    (|x|_2's confirmations went to Ridders at some draws, 4 evaluations becoming 17)."""
+    (|x|_2's confirmations went to Ridders at some draws, 4 evaluations becoming 17). A quick stage that read exactly
+    0 is exempt only where autograd's projection (*observed*) is 0 as well (floor, sign: a staircase, whose slopes
+    Ridders' steps would find undecided): where it is not, the steps may have moved the outputs by less than their
+    spacing (x.sum() + 1e14, spacing 2^-6: the right backward and one 1% off both PASSED on that 0)."""
     terms = dot_rounding / (4 * EPS64)
-    return (tol.default and precision == "float64" and _unit(phi_many) <= 1 and quick.value != 0.0
+    return (tol.default and precision == "float64" and _unit(phi_many) <= 1 and (quick.value != 0.0 or observed != 0.0)
             and math.isfinite(quick.err) and SAFETY * quick.err > RESOLVE * max(abs(quick.value), terms))
 
 
