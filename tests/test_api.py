@@ -859,6 +859,31 @@ def test_forward_ad_fails_a_small_relative_error_and_passes_the_right_jvp(off):
     assert _jvp_verdicts(ga.check(scaled.apply, (x,), forward_ad=True)) == ["fail"]
 
 
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_a_jvp_that_writes_into_its_tangent_is_judged_on_its_value(mode):
+    # f(x) = 3x, whose jvp returns t.mul_(3): the right value, 3t, written into the tangent it was given. make_dual
+    # keeps that tensor, so the write landed in the check's own direction u and the numeric side moved along 3u:
+    # the right jvp FAILED ("rel 0.667", 1 - 1/3). A jvp 1% off that writes the same way still fails
+    def tripled(factor):
+        class Triple(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 3
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 3
+
+            @staticmethod
+            def jvp(ctx, t):
+                return t.mul_(factor)
+        return Triple.apply
+
+    x = torch.tensor([0.3, -1.2, 2.0, 0.7], dtype=torch.float64, requires_grad=True)
+    assert _jvp_verdicts(ga.check(tripled(3.0), (x,), forward_ad=True, mode=mode)) == ["pass"]
+    assert _jvp_verdicts(ga.check(tripled(3.03), (x,), forward_ad=True, mode=mode)) == ["fail"]
+
+
 def test_forward_ad_judges_each_output_alone_and_names_it():
     # two outputs; the jvp of the second is off by 1e-6 at one element: the failing comparison names output 1
     class Two(torch.autograd.Function):

@@ -1263,7 +1263,9 @@ def _jvp(problem: Problem, j: int, u: torch.Tensor) -> list[torch.Tensor]:
                 # that torch.jit.script is deprecated: torch's own internals, nothing the caller can act on
                 warnings.filterwarnings("ignore", message="`torch.jit.script` is deprecated",
                                         category=DeprecationWarning)
-                dual = fwad.make_dual(primal, u)
+                # (a copy: make_dual keeps the tangent it is given, and a jvp that writes into its tangent, t.mul_(3),
+                # wrote into u, along which the numeric side then moved: a right jvp FAILED, 'rel 0.667')
+                dual = fwad.make_dual(primal, u.clone())
         except Exception as exc:
             raise EvaluationError("forward-mode AD", exc) from exc
         xs = problem.with_input(j, dual)
