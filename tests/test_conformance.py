@@ -2721,3 +2721,27 @@ def test_where_a_constant_hides_the_slope_from_the_quick_stage_a_nonzero_backwar
     for off in (0.0, 0.01):
         res = ga.check(_hand_written(forward, derivative, off), (x,), mode=mode)
         assert res.verdict == "inconclusive", (off, res)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_loss_flat_in_float64_at_a_confident_prediction_is_inconclusive_not_failed(mode):
+    """cross_entropy at logits (37, 0, 0), target 0: the loss is logsumexp(x) - x0 = 37 + log1p(2 e^-37) - 37, and
+    log1p(2 e^-37) = 1.7e-16 is below half the spacing of 37 (3.6e-15), so the float64 loss is exactly 0 at the point
+    and at every step around it. autograd's gradient is the exact one, softmax(x) - onehot = (-1.7e-16, 8.5e-17,
+    8.5e-17): no step can see a slope that small, and it FAILED against a bound of 1e-28 in every mode, where gradcheck
+    passes (a fresh-eyes audit). Inconclusive now; a backward of 1e-3 on the same flat loss still fails."""
+    x = torch.tensor([[37.0, 0.0, 0.0]], dtype=F64, requires_grad=True)
+    target = torch.tensor([0])
+    res = ga.check(lambda t: torch.nn.functional.cross_entropy(t, target), (x,), mode=mode)
+    assert res.verdict == "inconclusive", res
+
+    class Steep(torch.autograd.Function):  # the same flat forward, a backward of 1e-3 per logit
+        @staticmethod
+        def forward(ctx, t):
+            return torch.nn.functional.cross_entropy(t, target)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * torch.full((1, 3), 1e-3, dtype=F64)
+
+    assert ga.check(Steep.apply, (x.detach().clone().requires_grad_(),), mode=mode).verdict == "fail"

@@ -1422,7 +1422,9 @@ def _summary(f: Findings, mode: str = "full", coarse: tuple[str, float] | None =
     at_least = "" if f.exact else "at least "
     parts = []
     if not f.failed and not f.inconclusive and f.total:  # not decided by what the entries say: say it, then why
-        parts.append(f"{plural(f.total, 'value')} compared, all within the allowance")
+        decider = [c for c in f.extra if c.verdict != "pass" and c.reason]
+        parts.append(f"{plural(f.total, 'value')} compared, each within its allowance"
+                     + (f", but not a projection that judged them together ({decider[0].verdict})" if decider else ""))
     if f.failed:
         parts.append(f"{at_least}{f.failed} of {f.total} outside the allowance")
         if any(part.kind == "none-gradient" for part in f.parts):

@@ -584,6 +584,23 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                 if int(redo.verdict) != J.FAIL:
                     judged, shown = redo, shares[1]
                     result.update(autograd_unmoved=shares[0], autograd_moved=shares[1], unmoved_bound=shares[2])
+    if (int(judged.verdict) == J.FAIL and pair is not None and float(pair[0]) == 0.0 == float(pair[1])
+            and result["numeric"] == 0.0 and first[0] == 0.0 and math.isfinite(first[2])):
+        # no step saw the outputs move (flat at the small step's scale, exactly 0 at Ridders' largest): a function
+        # computed to eps of its natural size (its weighted outputs', at least 1) hides there any slope whose change
+        # over that step stays below that rounding. cross_entropy at logits (37, 0, 0): its loss, 37 + log(1 + 2e-37)
+        # - 37, is exactly 0 around the point, and autograd's exact gradient of 8.5e-17 FAILED against a bound of
+        # 1e-28, where gradcheck passes; undecided, not failed, within that floor (a slope above it still fails)
+        import torch
+
+        flat_floor = 1.5 * EPS64 * _unit(phi_many) * max(1.0, quick.size) / first[2]
+        redo = J.judge(obs, 0.0, tol, observed_bound=dot_rounding, reference_bound=flat_floor, scale=natural,
+                       slopes=pair, precision=precision)
+        if int(redo.verdict) != J.FAIL:
+            judged = redo.undecided(torch.tensor(True), J.COARSE)
+            result["error_bound"] = flat_floor
+            result["scheme"] = (f"{result['scheme']}; no step moved the outputs (the bound: their rounding at their "
+                                "natural size over the largest step)")
     if coarse_quick and int(judged.verdict) not in (J.PASS, J.FAIL):
         # Ridders could not decide what the quick stage accepted (a staircase of terms absorbed into larger ones, at
         # its smaller steps): the quick stage's pass stands, as it did before Ridders was asked, with the
