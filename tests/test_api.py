@@ -975,6 +975,31 @@ def test_second_order_weighs_each_term_by_its_size():
     assert verdicts(second_derivative_off(f, d1, d2, 1, 0.01)) == [("vjp", "pass"), ("double backward", "fail")]
 
 
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_second_order_without_a_double_backward_keeps_the_first_order_record(mode):
+    # torch.cdist's backward has no derivative of its own ("the derivative for '_cdist_backward' is not implemented",
+    # as gradgradcheck raises): order=2 made the whole check an error filed under the vjp record ("the backward
+    # raised"), whose first-order check passes (a fresh-eyes audit). Now that record passes and the double
+    # backward's fails, saying why, as forward_ad=True does for a missing jvp
+    x = torch.tensor([0.3, -1.2, 2.0], dtype=F64, requires_grad=True)
+    res = ga.check(lambda x: torch.cdist(x.view(1, 3, 1), x.view(1, 3, 1) * 2), (x,), order=2, mode=mode)
+    assert [(r.method, r.verdict) for r in res.records] == [("vjp", "pass"), ("double backward", "fail")]
+    (second,) = [r for r in res.records if r.method == "double backward"]
+    assert "the double backward failed" in second.reason and "_cdist_backward" in second.reason
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+@pytest.mark.parametrize("name", ["linear", "relu", "abs"])
+def test_second_order_of_a_piecewise_linear_function_passes(mode, name):
+    # 3x, relu and abs away from 0: the second derivative is exactly 0, and the double backward gives 0; G's numeric
+    # derivative reads exactly 0 too. A version of the quick stage's rule for projections of exactly 0 (not kept) made
+    # these inconclusive, "numeric 0, autograd 0" (a fresh-eyes audit's regression check)
+    fn = {"linear": lambda t: 3 * t, "relu": torch.relu, "abs": torch.abs}[name]
+    x = torch.tensor([0.3, -1.2, 2.0, 0.7], dtype=F64, requires_grad=True)
+    res = ga.check(fn, (x,), order=2, mode=mode)
+    assert [(r.method, r.verdict) for r in res.records] == [("vjp", "pass"), ("double backward", "pass")]
+
+
 def test_second_order_holds_non_finite_inputs():
     # softmax with a masked (-inf) element: held, not moved (before the twenty-first session: inconclusive)
     x = torch.tensor([0.5, float("-inf"), 1.5, -0.3], dtype=F64, requires_grad=True)

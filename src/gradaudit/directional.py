@@ -1688,7 +1688,7 @@ def second_order(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, inf
     backward's derivative with respect to the grad_output is judged too (:func:`_along_grad_output`)."""
     import torch
 
-    from .evaluate import grad
+    from .evaluate import EvaluationError, grad
 
     def grad_of(xs: list[Any], create: bool) -> tuple[torch.Tensor | None, ...]:
         with E.GradMode(True):
@@ -1701,7 +1701,11 @@ def second_order(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, inf
                         create_graph=create, allow_unused=True)
 
     xs = problem.leaves()
-    first = grad_of(xs, True)
+    found: dict[int, Findings] = {}
+    try:
+        first = grad_of(xs, True)
+    except EvaluationError as exc:  # no double-backward formula: a finding, not an error of the whole check
+        return _no_double_backward(problem, gen, found, exc)
     ws: list[torch.Tensor | None] = []
     for g in first:
         if g is None:
@@ -1720,9 +1724,11 @@ def second_order(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, inf
 
     present = [t for t in terms_of(first) if t.requires_grad]
     # a first derivative with no graph back to the inputs claims a second derivative of zero
-    second = (grad(sum(t.sum() for t in present), [xs[i] for i in problem.diff], allow_unused=True) if present
-              else tuple(None for _ in problem.diff))
-    found: dict[int, Findings] = {}
+    try:
+        second = (grad(sum(t.sum() for t in present), [xs[i] for i in problem.diff], allow_unused=True) if present
+                  else tuple(None for _ in problem.diff))
+    except EvaluationError as exc:
+        return _no_double_backward(problem, gen, found, exc)
     evals = [0]
     for pos, j, x, f, u in _directions(problem, gen, found):
         if u is None:
@@ -1754,6 +1760,20 @@ def second_order(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, inf
                        "the function's own derivative along u")
     info["order"] = 2
     info["second_order_evaluations"] = evals[0]
+    return found
+
+
+def _no_double_backward(problem: Problem, gen: torch.Generator, found: dict[int, Findings],
+                        exc: E.EvaluationError) -> dict[int, Findings]:
+    """order=2 where the double backward raises (no formula for a backward's own derivative: torch.cdist's, a custom
+    Function's backward built on one without a backward): each input's double-backward record fails and says so, as
+    forward_mode does for a missing jvp, and the first-order records stand (it made the whole check an error, filed
+    under the vjp record as "the backward raised", which had passed)."""
+    first = str(exc.original).splitlines()[0] if str(exc.original) else ""
+    for _, j, _, f, _ in _directions(problem, gen, found):
+        f.extra.append(Comparison(Location(problem.names[j]), None, None, None, "fail", "double backward",
+                                  f"the double backward failed (differentiating the backward itself): "
+                                  f"{type(exc.original).__name__}: {first}"))
     return found
 
 
