@@ -331,7 +331,9 @@ def mismatch_lines(d: Discrepancy, indent: str = "  ", *, located: bool = False)
             allowed = fmt_number(c.allowance.total) if c.allowance and c.kind != "nonfinite" else "—"
             reason = clean(c.reason, newlines=False)
             label = reason if reason.startswith(f"{c.kind}:") else f"{c.kind}: {reason}"
-            verdict = c.verdict + (f" ({label})" if c.kind not in ("value",) else "")
+            # (a projection's row, element "all", says which projection it is: a double backward holds two)
+            verdict = c.verdict + (f" ({label})" if c.kind not in ("value",) else
+                                   f" ({reason})" if c.element is None and reason else "")
             out.append(f"{indent}  {place}{fmt_number(c.reference)} | {fmt_number(c.observed)} | "
                        f"{fmt_number(c.abs)} | {rel_text(c.rel, c.reference)} | {allowed} | {verdict}")
         more = bad + d.inconclusive - min(len(worst), SHOWN)
