@@ -128,3 +128,46 @@ def test_a_spec_error_in_a_test_shows_the_test_and_the_message_not_gradaudits_so
     assert res.returncode == 1 and "2 failed" in res.stdout
     assert res.stdout.count("no input is a tensor with requires_grad=True") >= 2
     assert "def _problem" not in res.stdout and "def _checked" not in res.stdout and "api.py" not in res.stdout
+
+
+def test_markers_merge_and_a_bad_option_is_named(tmp_path):
+    # a module's marker (mode) and a test's (seed) merge, the closer winning; compare's own options reach compare only;
+    # a positional argument and an option no helper takes fail the test's setup with a sentence, not silently (a
+    # fresh-eyes audit: the module's mode was dropped, "directional" ignored, dtypes= broke assert_gradients)
+    (tmp_path / "test_user.py").write_text(textwrap.dedent('''
+        import pytest
+        import torch
+
+        pytestmark = pytest.mark.gradaudit(mode="directional")
+
+        def x():
+            return torch.linspace(0.1, 0.9, 4, dtype=torch.float64).requires_grad_(True)
+
+        @pytest.mark.gradaudit(seed=5)
+        def test_merged(gradaudit):
+            res = gradaudit.check(torch.sin, (x(),))
+            assert res.mode == "directional" and "seed=5" in res.rerun
+
+        @pytest.mark.gradaudit(mode="full")
+        def test_closest_wins(gradaudit):
+            assert gradaudit.check(torch.sin, (x(),)).mode == "full"
+
+        @pytest.mark.gradaudit(dtypes=("float32",))
+        def test_compare_options_stay_with_compare(gradaudit):
+            assert gradaudit.assert_gradients(torch.sin, (x(),)).ok
+
+        @pytest.mark.gradaudit("full")
+        def test_positional(gradaudit):
+            pass
+
+        @pytest.mark.gradaudit(mdoe="full")
+        def test_unknown(gradaudit):
+            pass
+    '''))
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error",
+                          "test_user.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    out = res.stdout + res.stderr
+    assert res.returncode == 1 and "3 passed, 2 errors" in res.stdout, out
+    assert "takes keyword options only" in out and "got the positional argument(s) 'full'" in out
+    assert "has option(s) no helper of the gradaudit fixture takes: mdoe" in out
+    assert "Traceback" not in out

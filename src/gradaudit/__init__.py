@@ -11,14 +11,35 @@ from __future__ import annotations
 
 __version__ = "0.2.0"
 
-from .api import CheckResult, assert_gradients, check, check_module  # noqa: E402
-from .errors import GradauditError, GradientMismatch, SpecError  # noqa: E402
-from .ladder import LadderResult, LadderTolerance, compare  # noqa: E402
-from .ledger import read_ledger, read_results, write_results  # noqa: E402
-from .record import Comparison, Record  # noqa: E402
-from .run import plan, run  # noqa: E402
-from .spec import Expectation, ExpectedError, InputSpec, Matches, Probe  # noqa: E402
-from .tolerances import Tolerance  # noqa: E402
+import sys
+import types
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # (for type checkers: at run time each name is imported on first use, below)
+    from .api import CheckResult, assert_gradients, check, check_module
+    from .errors import GradauditError, GradientMismatch, SpecError
+    from .ladder import LadderResult, LadderTolerance, compare
+    from .ledger import read_ledger, read_results, write_results
+    from .record import Comparison, Record
+    from .run import plan, run
+    from .spec import Expectation, ExpectedError, InputSpec, Matches, Probe
+    from .tolerances import Tolerance
+    from .training import TrainingAudit, audit_training
+
+#: where each public name lives: imported on first use, so that `import gradaudit` (and pytest loading its plugin,
+#: gradaudit.pytest_plugin, in every session of an environment that has gradaudit installed) costs no more than the
+#: package itself (it imported twenty modules, about 0.2 s of every pytest run: a fresh-eyes audit)
+_LAZY = {
+    "CheckResult": "api", "assert_gradients": "api", "check": "api", "check_module": "api",
+    "GradauditError": "errors", "GradientMismatch": "errors", "SpecError": "errors",
+    "LadderResult": "ladder", "LadderTolerance": "ladder", "compare": "ladder",
+    "read_ledger": "ledger", "read_results": "ledger", "write_results": "ledger",
+    "Comparison": "record", "Record": "record",
+    "plan": "run", "run": "run",
+    "Expectation": "spec", "ExpectedError": "spec", "InputSpec": "spec", "Matches": "spec", "Probe": "spec",
+    "Tolerance": "tolerances",
+    "TrainingAudit": "training", "audit_training": "training",
+}
 
 __all__ = [
     "CheckResult",
@@ -50,9 +71,35 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:  # ga.audit_training without importing torch at `import gradaudit`
-    if name in ("audit_training", "TrainingAudit"):
-        from . import training
+class _Package(types.ModuleType):
+    """The package, whose attribute ``run`` stays the function ``ga.run``: importing the submodule gradaudit.run (the
+    CLI does, and the names above on first use) binds that module to the package's attribute of its name, over the
+    function, unless the package declines it, as it does here (the eager imports bound the function after it)."""
 
-        return getattr(training, name)
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _LAZY and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name: str) -> object:
+    import importlib
+
+    where = _LAZY.get(name)
+    if where is not None:
+        value = getattr(importlib.import_module(f".{where}", __name__), name)
+        globals()[name] = value  # (once: later uses find it here)
+        return value
+    try:  # a submodule, gradaudit.api and the like, as after an eager import
+        return importlib.import_module(f".{name}", __name__)
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{name}":
+            raise
     raise AttributeError(f"module 'gradaudit' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

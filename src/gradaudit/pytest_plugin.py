@@ -40,7 +40,7 @@ def pytest_addoption(parser: Any) -> None:
 def pytest_configure(config: Any) -> None:
     config.addinivalue_line(
         "markers", "gradaudit(**options): default options (mode, seed, order, forward_ad, ...) for the "
-                   "gradaudit fixture's check and assert_gradients")
+                   "gradaudit fixture's helpers; markers of the module, class and test merge, the closest winning")
 
 
 def is_ledger(path: Path, patterns: Sequence[str]) -> bool:
@@ -158,24 +158,29 @@ class GradauditFixture:
     def __init__(self, **defaults: Any):
         self.defaults = defaults
 
+    def _for_checks(self) -> dict[str, Any]:
+        """The defaults the check helpers take (compare's own, dtypes, ratio and device, left out: a marker naming
+        them for compare made assert_gradients raise "ga.check has no argument 'dtypes'")."""
+        return {k: v for k, v in self.defaults.items() if k in CHECK_OPTIONS}
+
     def check(self, fn: Any, inputs: Any, **options: Any) -> Any:
         from .api import _hide_spec_errors, check
 
         __tracebackhide__ = _hide_spec_errors
-        return check(fn, inputs, **{**self.defaults, **options})
+        return check(fn, inputs, **{**self._for_checks(), **options})
 
     def assert_gradients(self, fn: Any, inputs: Any, **options: Any) -> Any:
         __tracebackhide__ = True
         from .api import assert_gradients
 
-        return assert_gradients(fn, inputs, **{**self.defaults, **options})
+        return assert_gradients(fn, inputs, **{**self._for_checks(), **options})
 
     def check_module(self, model: Any, inputs: Any, loss_fn: Any = None, **options: Any) -> Any:
         """The result, pass or not (use ``assert_module`` to fail the test on a wrong gradient)."""
         from .api import _hide_spec_errors, check_module
 
         __tracebackhide__ = _hide_spec_errors
-        return check_module(model, inputs, loss_fn, **{**self.defaults, **options})
+        return check_module(model, inputs, loss_fn, **{**self._for_checks(), **options})
 
     def assert_module(self, model: Any, inputs: Any, loss_fn: Any = None, **options: Any) -> Any:
         """``check_module`` that fails the test (GradientMismatch, an AssertionError) unless it passes."""
@@ -193,7 +198,7 @@ class GradauditFixture:
         from .errors import GradientMismatch
         from .ladder import compare
 
-        shared = {k: v for k, v in self.defaults.items() if k in ("seed", "dtypes", "ratio", "device")}
+        shared = {k: v for k, v in self.defaults.items() if k in COMPARE_OPTIONS}
         result = compare(candidate, reference, inputs, **{**shared, **options})
         if not result.ok:
             raise GradientMismatch(result.report(), result.records)
@@ -212,8 +217,29 @@ class GradauditFixture:
         return audit
 
 
+#: the marker's options each helper takes: compare's own (dtypes, ratio, device) go to compare alone, and the
+#: check helpers' to them (mode, tolerance, ...), seed to both
+CHECK_OPTIONS = ("mode", "tolerance", "forward_ad", "order", "seed", "names", "expected", "nondet_tol", "name",
+                 "timeout", "kwargs")
+COMPARE_OPTIONS = ("seed", "dtypes", "ratio", "device")
+
+
 @pytest.fixture
 def gradaudit(request: Any) -> GradauditFixture:
-    """Check gradients in a test; options come from ``@pytest.mark.gradaudit(...)``."""
-    marker = request.node.get_closest_marker("gradaudit")
-    return GradauditFixture(**(dict(marker.kwargs) if marker else {}))
+    """Check gradients in a test; options come from ``@pytest.mark.gradaudit(...)``: every such marker that applies
+    (the module's, the class's, the test's), the closer one's options winning where both give one."""
+    options: dict[str, Any] = {}
+    for marker in reversed(list(request.node.iter_markers("gradaudit"))):  # (farthest first: closer ones win)
+        if marker.args:
+            pytest.fail(
+                f"the gradaudit marker takes keyword options only, e.g. @pytest.mark.gradaudit(mode='directional'); "
+                f"got the positional argument(s) {', '.join(repr(a) for a in marker.args)} on {request.node.nodeid}. "
+                "Name the option.", pytrace=False)
+        options.update(marker.kwargs)
+    unknown = sorted(set(options) - set(CHECK_OPTIONS) - set(COMPARE_OPTIONS))
+    if unknown:
+        pytest.fail(
+            f"the gradaudit marker on {request.node.nodeid} has option(s) no helper of the gradaudit fixture takes: "
+            f"{', '.join(unknown)}. Its check helpers take {', '.join(CHECK_OPTIONS)}; compare takes "
+            f"{', '.join(COMPARE_OPTIONS)}.", pytrace=False)
+    return GradauditFixture(**options)
