@@ -1000,6 +1000,32 @@ def test_second_order_of_a_piecewise_linear_function_passes(mode, name):
     assert [(r.method, r.verdict) for r in res.records] == [("vjp", "pass"), ("double backward", "pass")]
 
 
+def test_a_failing_double_backward_names_each_projection_and_a_missing_graph():
+    # a backward under @once_differentiable: autograd's double backward is 0 (no graph back to x), and both of the
+    # record's projections fail. Their rows read "all | ... | fail" alike (which derivative failed?), and nothing
+    # said why autograd gave 0 (a fresh-eyes audit): each row now names its projection, and the first says why
+    from torch.autograd.function import once_differentiable
+
+    class Once(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin()
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * x.cos()
+
+    x = torch.tensor([0.3, -1.2, 2.0], dtype=F64, requires_grad=True)
+    res = ga.check(Once.apply, (x,), order=2)
+    assert [(r.method, r.verdict) for r in res.records] == [("vjp", "pass"), ("double backward", "fail")]
+    rows = [line for line in str(res).splitlines() if line.strip().startswith("all |")]
+    assert len(rows) == 2 and "uᵀ∇G" in rows[0] and "sᵀ∂(vᵀJ·u)/∂v" in rows[1]
+    assert "the first derivative has no graph back to 'x'" in rows[0]
+
+
 def test_second_order_holds_non_finite_inputs():
     # softmax with a masked (-inf) element: held, not moved (before the twenty-first session: inconclusive)
     x = torch.tensor([0.5, float("-inf"), 1.5, -0.3], dtype=F64, requires_grad=True)
@@ -1078,6 +1104,21 @@ class _Masked(torch.nn.Module):
         self.seen.append((mask is not None, scale))
         y = self.w @ x
         return (y if mask is None else y * mask) * scale
+
+
+def test_check_module_says_why_an_embeddings_padding_row_fails():
+    # torch gives nn.Embedding(padding_idx=0)'s row 0 no gradient by design while its forward reads the row: with
+    # index 0 in the batch that row's entries fail (as in gradcheck), and the report did not say why (a fresh-eyes
+    # audit). The note names the module and the index; without the index in the batch there is neither
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Embedding(6, 4, padding_idx=0), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+    model = model.double()
+    padded = ga.check_module(model, (torch.tensor([[1, 2, 0], [3, 0, 0]]),), lambda o: o.pow(2).sum())
+    assert padded.verdict == "fail"
+    assert {m.location.element[0] for m in padded.mismatches} == {0}  # row 0 of '0.weight' alone
+    assert "'0.weight': Embedding(padding_idx=0) gives row 0 no gradient by design" in str(padded)
+    plain = ga.check_module(model, (torch.tensor([[1, 2, 3]]),), lambda o: o.pow(2).sum())
+    assert plain.verdict == "pass" and "padding_idx" not in str(plain)
 
 
 def test_check_module_passes_keyword_arguments_to_the_forward():

@@ -656,6 +656,43 @@ def test_a_timeout_lost_in_a_callback_fires_again_and_is_not_printed(capfd):
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
+class _OuterAlarm(BaseException):  # (as pytest.fail's Failed, which pytest-timeout raises)
+    pass
+
+
+@pytest.mark.parametrize("limit", [None, 30.0])
+def test_the_callers_own_alarm_fires_on_time_during_a_check_with_a_timeout(limit):
+    # the caller's timer (pytest-timeout's signal method: a SIGALRM handler and setitimer) due in 0.2 s, around a
+    # check that takes longer: timeout=30 replaced that timer with its own for the whole check, and the caller's alarm
+    # fired when the check ended (4.4 s instead of 1 s, a fresh-eyes audit). It is handed to the caller's handler on
+    # time, and the caller's timer is left as its handler left it
+    fired: list[float] = []
+
+    def handler(signum, frame):
+        fired.append(time.monotonic())
+        raise _OuterAlarm
+
+    x = torch.tensor([0.3, -0.7], dtype=torch.float64, requires_grad=True)
+
+    def slow(t):
+        end = time.monotonic() + 0.1
+        while time.monotonic() < end:
+            pass
+        return t.sin().sum()
+
+    previous = signal.signal(signal.SIGALRM, handler)
+    try:
+        start = time.monotonic()
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        with pytest.raises(_OuterAlarm):
+            ga.check(slow, (x,), timeout=limit)
+        assert len(fired) == 1 and fired[0] - start < 0.6
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def test_a_ledger_check_times_out_and_the_next_one_runs(cli, ledger):
     # the expression language cannot loop, so a huge input stands in for a slow function
     slow = {"name": "slow", "function": "sum(x*x)", "x": [0.5] * 3000, "analytical_gradient": [1.0] * 3000,

@@ -285,3 +285,35 @@ def test_a_check_imports_no_module_to_put_its_state_back():
     out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["False", "False"]
+
+
+class _CausalMask(torch.nn.Module):
+    """A float32 attention whose causal mask is built on first use, at its input's dtype, and kept in a plain
+    attribute (a common pattern)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.qkv = torch.nn.Linear(4, 12)
+        self.mask: torch.Tensor | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.mask is None or self.mask.shape[0] != x.shape[1]:
+            self.mask = torch.triu(torch.full((x.shape[1], x.shape[1]), float("-inf"), dtype=x.dtype), 1)
+        q, k, v = self.qkv(x).chunk(3, -1)
+        return ((q @ k.transpose(-1, -2)) / 2 + self.mask).softmax(-1) @ v
+
+
+def test_a_tensor_a_forward_caches_in_a_plain_attribute_is_not_left_in_the_checks_dtype():
+    # check_module runs the float32 model in float64: its forward cached a float64 mask, which stayed, and the model's
+    # own float32 forward then raised "expected scalar type Double but found Float" (a fresh-eyes audit). ga.check of
+    # a function calling it met the same mask: its float64 attempt cached it before failing, and the float32 retry
+    # failed on it, an error verdict. The attributes are bound again as they were
+    x = torch.linspace(-1.0, 1.0, 24).reshape(2, 3, 4)
+    model = _CausalMask()
+    assert ga.check_module(model, (x,), lambda o: o.pow(2).sum()).verdict == "pass"
+    assert model.mask is None and model(x).dtype == torch.float32
+    fresh = _CausalMask()
+    res = ga.check(lambda t: fresh(t).pow(2).sum(), (x.clone().requires_grad_(),))
+    assert res.verdict == "pass", res
+    assert fresh.mask is None and fresh(x).dtype == torch.float32

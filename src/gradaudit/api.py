@@ -1622,6 +1622,7 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
         "parameters, which carry none, so it checks the loss's gradient; the .grad that training sees has been "
         "through the hooks and may differ from it"]
     owners = {n: model.get_submodule(n.rpartition(".")[0]) for n in names}
+    notes += _padding_notes(model, params, (args, forward_kwargs))
 
     buffers = dict(model.named_buffers())
     frozen = {n: p for n, p in model.named_parameters() if not p.requires_grad}
@@ -1684,7 +1685,10 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
     # every module's own parameters and buffers, as objects: functional_call swaps them out and back, and a swap cut
     # short (timeout='s alarm lands anywhere: 5 of 30 timed-out checks of a 60-layer model left it holding the
     # check's private float64 copies, .grad and requires_grad gone) is undone here, once the check has ended
-    owned = [(m, dict(m._parameters), dict(m._buffers)) for m in model.modules()]
+    # and their plain attributes: a forward that caches a tensor there (a causal mask built at the input's dtype on
+    # first use) kept the check's float64 one, and the float32 model's next forward raised "expected scalar type
+    # Double but found Float" (a fresh-eyes audit); every attribute the check's forwards bound is put back
+    owned = [(m, dict(m._parameters), dict(m._buffers), dict(m.__dict__)) for m in model.modules()]
     try:
         return _check(fn, tensors, who=who, repro=repro, mode=mode, tolerance=tolerance, forward_ad=forward_ad,
                       order=order, seed=seed, names=names, expected=options.get("expected"), nondet_tol=nondet_tol,
@@ -1702,6 +1706,29 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
         _restore_modules(owned)
 
 
+def _padding_notes(model: Any, params: Mapping[str, Any], given: Any) -> list[str]:
+    """A note per checked nn.Embedding weight with a padding_idx the integer inputs hold: torch gives that row no
+    gradient by design (the forward reads it; training must not move it), so its entries fail against finite
+    differences, as in gradcheck; a correct model that pads its batches FAILED with nothing said (a fresh-eyes
+    audit)."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    indices = [t for t in tree_leaves(given) if torch.is_tensor(t) and not t.is_floating_point()
+               and not t.is_complex() and t.dtype != torch.bool]
+    notes = []
+    for name, module in model.named_modules():
+        pad = getattr(module, "padding_idx", None)
+        weight = f"{name}.weight" if name else "weight"
+        if (isinstance(module, (torch.nn.Embedding, torch.nn.EmbeddingBag)) and pad is not None
+                and weight in params and any(bool((t == pad).any()) for t in indices if t.numel())):
+            notes.append(f"'{weight}': {type(module).__name__}(padding_idx={pad}) gives row {pad} no gradient by "
+                         f"design (the forward still reads it, so finite differences see it), and the inputs hold "
+                         f"index {pad}: that row's entries fail here, as they do in gradcheck. Check without the "
+                         "padding index in the inputs, or with padding_idx=None")
+    return notes
+
+
 def _mutated_parameter(name: str, owner: Any) -> str:
     """What to say where the model's forward writes to its parameter *name* (of module *owner*) in place."""
     import torch
@@ -1717,14 +1744,21 @@ def _mutated_parameter(name: str, owner: Any) -> str:
             + "; the caller's model is untouched")
 
 
-def _restore_modules(held: list[tuple[Any, dict[str, Any], dict[str, Any]]]) -> None:
+def _restore_modules(held: list[tuple[Any, dict[str, Any], dict[str, Any], dict[str, Any]]]) -> None:
     """Put back every module's own parameters and buffers (the same objects, in their order) where a check left
-    another in their place."""
-    for module, parameters, buffers in held:
+    another in their place, and its plain attributes (each bound to the object it was bound to; those the check's
+    forwards added removed)."""
+    for module, parameters, buffers, attributes in held:
         for own, saved in ((module._parameters, parameters), (module._buffers, buffers)):
             if own.keys() != saved.keys() or any(own[k] is not v for k, v in saved.items()):
                 own.clear()
                 own.update(saved)
+        now = module.__dict__
+        for k in [k for k in now if k not in attributes]:
+            del now[k]
+        for k, v in attributes.items():
+            if now.get(k, attributes) is not v:
+                now[k] = v
 
 
 __all__ = ["CheckResult", "assert_gradients", "check", "check_module"]

@@ -14,6 +14,7 @@ the caller's random state afterwards.
 from __future__ import annotations
 
 import functools
+import math
 import signal
 import sys
 import threading
@@ -69,7 +70,24 @@ def time_limit(seconds: float | None) -> Iterator[None]:
             _deadline.value = outer
         return
 
+    # the caller's own timer (pytest-timeout's signal method, an alarm of the caller's), when due before this limit,
+    # fires on time: its alarm is handed to the handler it had (it was held until the check ended, 4.4 s instead of
+    # 1 s, a fresh-eyes audit found), and this limit's timer armed again for what is left of it
+    start = time.monotonic()
+    earlier = signal.getitimer(signal.ITIMER_REAL)
+    due = [start + earlier[0] if 0 < earlier[0] < seconds else None]
+
     def _alarm(signum: int, frame: Any) -> None:
+        now = time.monotonic()
+        if due[0] is not None and now >= due[0] - 1e-3:
+            due[0] = now + earlier[1] if earlier[1] > 0 else None  # (a periodic one's next alarm)
+            signal.setitimer(signal.ITIMER_REAL, max(min(start + seconds, due[0] or math.inf) - now, 1e-3))
+            if callable(previous):
+                previous(signum, frame)
+            elif previous == signal.SIG_DFL:  # the caller's alarm would have ended the process: so it does
+                signal.signal(signal.SIGALRM, signal.SIG_DFL)
+                signal.raise_signal(signal.SIGALRM)
+            return
         # raised where the code happens to be; where that is a callback whose exceptions Python only reports (a
         # weakref's, a __del__), it is lost: the timer fires again shortly, until the limit's block is left
         signal.setitimer(signal.ITIMER_REAL, REFIRE)
@@ -81,10 +99,9 @@ def time_limit(seconds: float | None) -> Iterator[None]:
         if not isinstance(info.exc_value, CheckTimeout):
             unraisable(info)
 
-    start = time.monotonic()
     previous = signal.signal(signal.SIGALRM, _alarm)
     sys.unraisablehook = _quiet
-    earlier = signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds if due[0] is None else earlier[0])
     try:
         yield
     finally:
@@ -93,8 +110,10 @@ def time_limit(seconds: float | None) -> Iterator[None]:
         if sys.unraisablehook is _quiet:
             sys.unraisablehook = unraisable
         _deadline.value = outer
-        if earlier[0] > 0:  # the caller's own timer, less the time spent here
-            signal.setitimer(signal.ITIMER_REAL, max(earlier[0] - (time.monotonic() - start), 1e-3), earlier[1])
+        if earlier[0] > 0:  # the caller's own timer, less the time spent here (from its next alarm, where it fired)
+            nxt = due[0] if due[0] is not None or earlier[0] < seconds else start + earlier[0]
+            if nxt is not None:
+                signal.setitimer(signal.ITIMER_REAL, max(nxt - time.monotonic(), 1e-3), earlier[1])
 
 
 @contextmanager
@@ -288,18 +307,25 @@ def with_private_buffers(fn: Callable[..., Any]) -> Callable[..., Any]:
     and left as it is). A buffer the call replaced is the module's own doing and stays as the call left it, no
     longer copied (a rotary embedding's cache, re-registered larger with its length in a plain attribute beside
     it; a model cast inside the function): putting the old one back broke the model. Lazy modules' uninitialized
-    buffers are left alone. *fn* itself where it names none."""
+    buffers are left alone. The modules' plain attributes are bound again after every call as they were at the
+    start (a tensor a forward caches there, a counter), except a module's whose buffer the call replaced. *fn* itself
+    where it names none."""
     if getattr(fn, "_gradaudit_private_buffers", False):
         return fn
     import torch
 
     lazy = getattr(torch.nn.parameter, "UninitializedBuffer", ())
-    held = [(m._buffers, k, b) for module in modules_named(fn) for m in module.modules()
-            for k, b in m._buffers.items() if b is not None and not isinstance(b, lazy)]
-    if not held:
+    every = {id(m): m for module in modules_named(fn) for m in module.modules()}
+    if not every:
         return fn
+    held = [(m._buffers, k, b) for m in every.values()
+            for k, b in m._buffers.items() if b is not None and not isinstance(b, lazy)]
     start = {id(b): b.detach().clone() for _, _, b in held}  # (their values at the start, each tensor once)
     saved = [(own, k, b, id(b)) for own, k, b in held]
+    # and each module's plain attributes, as bound at the start: a forward that caches a tensor there (a causal mask
+    # built at its input's dtype on first use) kept the check's float64 one, the model's own float32 forward raised
+    # "expected scalar type Double but found Float" after the check, and the check's float32 retry met it too
+    attributes = {i: (m.__dict__, dict(m.__dict__)) for i, m in every.items()}
 
     def on_private_buffers(*args: Any, **kwargs: Any) -> Any:
         copies = {i: value.clone() for i, value in start.items()}  # a buffer two modules share stays shared
@@ -309,12 +335,24 @@ def with_private_buffers(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         finally:
             kept = []
+            replaced = set()
             for entry in saved:
                 own, k, b, i = entry
                 if own.get(k) is copies[i]:
                     own[k] = b
                     kept.append(entry)
+                else:
+                    replaced.add(id(own))
             saved[:] = kept  # (a buffer the call replaced is the module's own now)
+            for i, (now, then) in list(attributes.items()):
+                if id(now.get("_buffers")) in replaced:  # its attributes go with the buffer it replaced (a rotary
+                    del attributes[i]  # cache's length beside it): the module's own state now
+                    continue
+                for k in [k for k in now if k not in then]:
+                    del now[k]
+                for k, v in then.items():
+                    if now.get(k, then) is not v:
+                        now[k] = v
     return on_private_buffers
 
 
