@@ -1446,6 +1446,24 @@ def test_a_directional_failure_names_its_values_weighted_gradients():
 
 # -- check_module: what the report says of the model ------------------------------------------------------------
 
+def test_check_module_names_a_modules_backward_hook():
+    # register_full_backward_hook halving the gradient: the parameters fail (the gradient is not the loss's), and
+    # the report said nothing of the hook (a fresh-eyes audit); now a note names the module
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1)).double()
+    model[1].register_full_backward_hook(lambda m, gin, gout: (gin[0] * 0.5,))
+    res = ga.check_module(model, (torch.linspace(-1, 1, 15, dtype=F64).reshape(5, 3),), lambda o: o.sum())
+    assert res.verdict == "fail" and {r.input for r in res.records if r.verdict == "fail"} == {"0.weight", "0.bias"}
+    assert "1 module (1) carries backward hooks" in str(res)
+
+
+def test_check_module_refuses_a_lazy_module_that_has_not_run():
+    # torch's ValueError ("uninitialized parameter in <method 'detach'>") escaped check_module (a fresh-eyes audit)
+    lazy = torch.nn.LazyLinear(2).double()
+    with pytest.raises(ga.SpecError, match=r"parameter\(s\) weight, bias belong to a lazy module that has not run"):
+        ga.check_module(lazy, (torch.ones(4, 3, dtype=F64),), lambda o: o.sum())
+
+
 def test_check_module_refuses_a_model_on_the_meta_device_naming_its_tensors():
     model = torch.nn.Linear(4, 2, device="meta")
     with pytest.raises(ga.SpecError, match="model's 2 tensors weight, bias are on the meta device") as info:
@@ -2239,3 +2257,48 @@ def test_a_directional_pass_on_float32_evidence_says_what_its_projections_resolv
     # float64 evidence keeps its statement
     right = ga.check(torch.sigmoid, (x.double().requires_grad_(),), mode="directional")
     assert right.ok and "1e-6 of an element's typical term" in right.records[0].reason
+
+
+def test_a_report_of_many_failing_parameters_stays_short_and_its_first_line_names_them():
+    # one Function 1% off shared by 12 layers: every parameter fails. The report showed every record's mismatch table
+    # (666 lines at 60 parameters, all printed by pytest) and its first line, all that pytest -q shows, named none
+    # (a fresh-eyes audit). The first DETAILED records' tables are shown, every record's line, and the first line
+    # counts the records that do not pass and names the first three
+    from gradaudit.render.text import DETAILED
+
+    class Off(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return torch.tanh(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * (1 - torch.tanh(x) ** 2) * 1.01
+
+    class Layer(torch.nn.Linear):
+        def forward(self, x):
+            return Off.apply(super().forward(x))
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[Layer(3, 3) for _ in range(12)]).double()
+    res = ga.check_module(model, (torch.linspace(-1, 1, 6, dtype=F64).reshape(2, 3),), lambda o: o.sum(),
+                          mode="directional")
+    text = str(res)
+    lines = text.splitlines()
+    assert res.verdict == "fail" and len(res.records) == 24
+    assert lines[0].startswith("gradaudit.check Sequential parameters: FAIL (")
+    assert " of 24 records not passing: '0.weight', '0.bias', '1.weight', ..." in lines[0]
+    assert sum(line.startswith("input '") for line in lines) == 24  # every record's own line
+    assert text.count("Greatest absolute difference") == DETAILED
+    assert "left out here: see result.mismatches" in text
+
+
+def test_an_inconclusive_report_says_what_to_do_next():
+    # relu at 0: inconclusive with both slopes shown, and nothing said of what to do (a fresh-eyes audit)
+    x = torch.tensor([1.0, 0.0, -1.0], dtype=F64, requires_grad=True)
+    res = ga.check(torch.relu, (x,))
+    assert res.verdict == "inconclusive"
+    assert "next:       a kink lies within the steps" in str(res) and "check at a point away from it" in str(res)
+    assert "next:" not in str(ga.check(torch.relu, (torch.tensor([1.0, -1.0], dtype=F64, requires_grad=True),)))

@@ -1596,6 +1596,12 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
         raise SpecError(f"kwargs must be a dict of keyword arguments for the model's forward, e.g. "
                         f"{{'need_weights': False}}; got {kwargs!r}.", field="kwargs")
     forward_kwargs = dict(kwargs or {})
+    lazy = [n for n, p in model.named_parameters() if isinstance(p, torch.nn.parameter.UninitializedParameter)]
+    if lazy:  # (torch's own ValueError, about 'detach', escaped the check: a fresh-eyes audit)
+        raise SpecError(f"parameter(s) {', '.join(lazy[:4])}{', ...' if len(lazy) > 4 else ''} belong to a lazy "
+                        "module that has not run yet (torch.nn.LazyLinear and the like), so they have no shape and "
+                        "no gradient to check. Run one forward first (model(*inputs)) so they exist, then check.",
+                        field="model")
     params = {n: p for n, p in model.named_parameters() if p.requires_grad}
     if not params:
         held = [n for n, _ in model.named_parameters()]
@@ -1621,6 +1627,13 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
         "own (register_hook, register_post_accumulate_grad_hook): the check runs the model on copies of its "
         "parameters, which carry none, so it checks the loss's gradient; the .grad that training sees has been "
         "through the hooks and may differ from it"]
+    hooking = [n or type(model).__name__ for n, m in model.named_modules()
+               if m._backward_hooks or m._backward_pre_hooks]
+    if hooking:  # (a hook that halved the gradient failed the parameters, nothing said of it: a fresh-eyes audit)
+        notes.append(f"{plural(len(hooking), 'module')} ({', '.join(hooking[:4])}{', ...' if len(hooking) > 4 else ''})"
+                     f" {'carries' if len(hooking) == 1 else 'carry'} backward hooks (register_full_backward_hook, "
+                     "register_full_backward_pre_hook): they run in the checked backward, and a gradient they change "
+                     "is no longer the loss's, so a difference found there may be theirs")
     owners = {n: model.get_submodule(n.rpartition(".")[0]) for n in names}
     notes += _padding_notes(model, params, (args, forward_kwargs))
 

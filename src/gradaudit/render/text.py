@@ -355,10 +355,22 @@ _INFO = ("structure", "evaluation", "evaluations", "backward_rows", "pattern_dra
          "richardson_columns", "ridders_columns")
 
 
+#: the records whose located mismatches a check's report shows (each record's own line is always shown)
+DETAILED = 5
+
+
+def _record_name(r: Record) -> str:
+    return clean(f"'{r.input}'" + ("" if r.method == "vjp" else f" ({r.method})"), newlines=False)
+
+
 def check_report(res: CheckResult) -> str:
     """The readable report of a ga.check result: verdict, tolerance, and per input every located
     mismatch (at most five shown each), never whole Jacobians."""
     facts = [f"mode {res.mode}"] + [f"{k.replace('_', ' ')} {res.info[k]}" for k in _INFO if k in res.info]
+    bad = [r for r in res.records if r.verdict != "pass"]
+    if bad and len(res.records) > 1:  # (the first line alone is what pytest -q and --tb=line show)
+        facts.insert(0, f"{len(bad)} of {plural(len(res.records), 'record')} not passing: "
+                        f"{', '.join(_record_name(r) for r in bad[:3])}{', ...' if len(bad) > 3 else ''}")
     lines = [f"gradaudit.check {clean(res.name, newlines=False)}: {res.verdict.upper()} ({'; '.join(facts)})"]
     first = res.records[0] if res.records else None
     if first is not None and first.verdict != "error":
@@ -366,6 +378,8 @@ def check_report(res: CheckResult) -> str:
         if first.evidence is not None:
             lines.append(f"evidence:   {evidence_text(first)}")
     shown: dict[tuple[str, str, str], str] = {}  # an error already printed, and the input it was printed for
+    detailed = 0  # records whose mismatches are shown: at most DETAILED (one model's 60 failing parameters made a
+    # report of 666 lines, 55 kB, which pytest printed whole: a fresh-eyes audit); the others get their one line
     for r in res.records:
         status = r.verdict.upper()
         lines.append(f"input '{clean(r.input)}' ({r.method}): {status}" + (f" — {clean(r.reason, newlines=False)}"
@@ -373,7 +387,12 @@ def check_report(res: CheckResult) -> str:
         if r.method != "vjp" and r.tolerance is not None and r.tolerance != (first.tolerance if first else None):
             lines += tolerance_line(r.tolerance, "  ")
         if r.discrepancy is not None and r.verdict != "pass":
-            lines += mismatch_lines(r.discrepancy, "  ", located=True)
+            detailed += 1
+            if detailed <= DETAILED:
+                lines += mismatch_lines(r.discrepancy, "  ", located=True)
+            elif detailed == DETAILED + 1:
+                lines.append(f"  (the mismatches of the records after the first {DETAILED} that do not pass are "
+                             "left out here: see result.mismatches, or the JSON record)")
         if r.error is not None:
             # one failing call raises the same error for every input (a model given the wrong shape: each of its
             # parameters' records holds it): its traceback is printed once
@@ -383,9 +402,32 @@ def check_report(res: CheckResult) -> str:
             else:
                 shown[key] = str(r.input)
                 lines += error_lines(r.error, "  ")
+    if res.verdict == "inconclusive":
+        lines += _next_steps(res)
     if res.rerun and not res.ok:
         lines.append(f"re-run: {clean(res.rerun, newlines=False)}")
     return "\n".join(clean(line) for line in lines)
+
+
+#: what to do about an inconclusive comparison, by its kind (an inconclusive result said why, not what next: a
+#: fresh-eyes audit)
+NEXT_STEPS = {
+    "kink": "a kink lies within the steps (both one-sided slopes are shown): the derivative there is a convention, "
+            "not a value; check at a point away from it, and test the convention you rely on with expected=",
+    "discontinuity": "a jump or a staircase lies within the steps: check at a point away from it; a function that "
+                     "rounds (a cast to lower precision inside) is checked on evidence of that precision",
+    "coarse": "the evidence cannot resolve the value: the function is flat or dominated by a large constant there, "
+              "or computed below float64; check at another point, or without the constant",
+    "nonfinite": "the function or the evidence is not finite there: check at a point inside its domain",
+}
+
+
+def _next_steps(res: CheckResult) -> list[str]:
+    kinds = []
+    for c in res.mismatches:
+        if c.verdict == "inconclusive" and c.kind in NEXT_STEPS and c.kind not in kinds:
+            kinds.append(c.kind)
+    return [f"next:       {NEXT_STEPS[k]}" for k in kinds]
 
 
 def rich_text(text: str) -> str:
