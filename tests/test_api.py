@@ -2302,3 +2302,30 @@ def test_an_inconclusive_report_says_what_to_do_next():
     assert res.verdict == "inconclusive"
     assert "next:       a kink lies within the steps" in str(res) and "check at a point away from it" in str(res)
     assert "next:" not in str(ga.check(torch.relu, (torch.tensor([1.0, -1.0], dtype=F64, requires_grad=True),)))
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_an_input_the_function_does_not_use_passes_with_its_none_gradient_borne_out(mode):
+    # f(a, b) = sum(sin a): autograd gives None for b, and every evaluation moving b reads exactly f's value. A draft
+    # of a rule for projections of exactly 0 made b (and a module's unused parameter) inconclusive at some points,
+    # "numeric 0, autograd 0" (a fresh-eyes audit's regression check): the evidence bears the None out
+    for a0 in (0.3, 1.7, -2.2):
+        a = torch.tensor([a0, 0.5, -0.4], dtype=F64, requires_grad=True)
+        b = torch.tensor([1.0, 2.0], dtype=F64, requires_grad=True)
+        res = ga.check(lambda a, b: a.sin().sum(), (a, b), mode=mode)
+        assert [(r.input, r.verdict) for r in res.records] == [("a", "pass"), ("b", "pass")], res
+
+
+    class Half(torch.nn.Module):  # a parameter the forward never reads
+        def __init__(self):
+            super().__init__()
+            self.used = torch.nn.Linear(3, 1)
+            self.spare = torch.nn.Parameter(torch.ones(2))
+
+        def forward(self, x):
+            return self.used(x)
+
+    torch.manual_seed(0)
+    res = ga.check_module(Half().double(), (torch.linspace(-1, 1, 6, dtype=F64).reshape(2, 3),), lambda o: o.sum(),
+                          mode=mode)
+    assert {r.input: r.verdict for r in res.records} == {"used.weight": "pass", "used.bias": "pass", "spare": "pass"}
