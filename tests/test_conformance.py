@@ -2728,3 +2728,24 @@ def test_a_loss_flat_in_float64_at_a_confident_prediction_is_inconclusive_not_fa
             return g * torch.full((1, 3), 1e-3, dtype=F64)
 
     assert ga.check(Steep.apply, (x.detach().clone().requires_grad_(),), mode=mode).verdict == "fail"
+
+
+def test_a_backward_dropping_a_fast_term_fails_where_only_the_large_steps_average_it_away():
+    """f = sin x + 1e-6 sin(1e5 x): f' = cos x + 0.1 cos(1e5 x). A backward giving cos x alone is up to 10% off
+    (at x = 0.3: 0.9553 against 0.8957). Ridders' largest steps span about 160 periods of the fast term and read cos x,
+    agreeing with the bug; the smaller steps and the one-sided slopes read the true derivative. A rule that makes a
+    failure inconclusive where the largest steps agree with autograd and the smaller steps do not (for stairs of
+    rounding the small steps fall between) turned this bug from FAIL to inconclusive (a review of the rule): it now
+    applies only where the two estimates differ by what such stairs can make, and the bug fails; the right backward
+    passes on the same evidence."""
+    a, w = 1e-6, 1e5
+    derivative = (lambda x: torch.cos(x) + a * w * torch.cos(w * x))
+    forward = (lambda x: torch.sin(x) + a * torch.sin(w * x))
+    x = torch.tensor([0.3, -1.2, 2.0, 0.7], dtype=F64)
+    for seed in range(3):
+        right = ga.check(_hand_written(forward, derivative), (x.clone().requires_grad_(),), mode="directional",
+                         seed=seed)
+        assert right.verdict == "pass", right
+        dropped = ga.check(_hand_written(forward, torch.cos), (x.clone().requires_grad_(),), mode="directional",
+                           seed=seed)
+        assert dropped.verdict == "fail", dropped
