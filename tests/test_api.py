@@ -1119,6 +1119,10 @@ def test_check_module_says_why_an_embeddings_padding_row_fails():
     assert "'0.weight': Embedding(padding_idx=0) gives row 0 no gradient by design" in str(padded)
     plain = ga.check_module(model, (torch.tensor([[1, 2, 3]]),), lambda o: o.pow(2).sum())
     assert plain.verdict == "pass" and "padding_idx" not in str(plain)
+    # EmbeddingBag leaves padding entries out of the bag: nothing fails, and nothing is said (a review)
+    bag = torch.nn.EmbeddingBag(6, 4, padding_idx=0, mode="sum").double()
+    res = ga.check_module(bag, (torch.tensor([[1, 0, 2], [0, 3, 4]]),), lambda o: o.pow(2).sum())
+    assert res.verdict == "pass" and "padding_idx" not in str(res)
 
 
 def test_check_module_passes_keyword_arguments_to_the_forward():
@@ -1455,13 +1459,29 @@ def test_check_module_names_a_modules_backward_hook():
     res = ga.check_module(model, (torch.linspace(-1, 1, 15, dtype=F64).reshape(5, 3),), lambda o: o.sum())
     assert res.verdict == "fail" and {r.input for r in res.records if r.verdict == "fail"} == {"0.weight", "0.bias"}
     assert "1 module (1) carries backward hooks" in str(res)
+    # a hook on every module (register_module_full_backward_hook) is named too (a review)
+    plain = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1)).double()
+    import warnings
+
+    handle = torch.nn.modules.module.register_module_full_backward_hook(lambda m, gin, gout: None)
+    try:
+        with warnings.catch_warnings():  # (torch's: the first Linear's hook cannot fire, its input needs no grad)
+            warnings.simplefilter("ignore", UserWarning)
+            res = ga.check_module(plain, (torch.linspace(-1, 1, 15, dtype=F64).reshape(5, 3),), lambda o: o.sum())
+    finally:
+        handle.remove()
+    assert "every module: register_module_full_backward_hook" in str(res)
 
 
 def test_check_module_refuses_a_lazy_module_that_has_not_run():
     # torch's ValueError ("uninitialized parameter in <method 'detach'>") escaped check_module (a fresh-eyes audit)
     lazy = torch.nn.LazyLinear(2).double()
-    with pytest.raises(ga.SpecError, match=r"parameter\(s\) weight, bias belong to a lazy module that has not run"):
+    with pytest.raises(ga.SpecError, match=r"tensor\(s\) weight, bias belong to a lazy module that has not run"):
         ga.check_module(lazy, (torch.ones(4, 3, dtype=F64),), lambda o: o.sum())
+    # and one whose lazy tensors are buffers alone (a review: "the function raised ValueError", the model blamed)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.LazyBatchNorm1d(affine=False)).double()
+    with pytest.raises(ga.SpecError, match=r"tensor\(s\) 1.running_mean, 1.running_var belong to a lazy module"):
+        ga.check_module(model, (torch.ones(4, 3, dtype=F64),), lambda o: o.sum())
 
 
 def test_check_module_refuses_a_model_on_the_meta_device_naming_its_tensors():

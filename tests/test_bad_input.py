@@ -693,6 +693,64 @@ def test_the_callers_own_alarm_fires_on_time_during_a_check_with_a_timeout(limit
         signal.signal(signal.SIGALRM, previous)
 
 
+def test_a_callers_handler_that_re_arms_its_own_timer_keeps_ticking_through_a_check():
+    # a watchdog whose SIGALRM handler re-arms its own one-shot timer: its setitimer overwrote the check's timer, the
+    # next (caller's) alarm was taken for the check's timeout, CheckTimeout after 0.4 s with timeout=30, and the
+    # caller's timer was dead after (a review). The check passes, the handler ticks during and after it
+    ticks: list[float] = []
+
+    def watchdog(signum, frame):
+        ticks.append(time.monotonic())
+        signal.setitimer(signal.ITIMER_REAL, 0.1)
+
+    def slow(t):
+        end = time.monotonic() + 0.02
+        while time.monotonic() < end:
+            pass
+        return t.sin()
+
+    previous = signal.signal(signal.SIGALRM, watchdog)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.1)
+        x = torch.linspace(-1, 1, 12, dtype=torch.float64).requires_grad_()
+        res = ga.check(slow, (x,), mode="full", timeout=30)
+        during = len(ticks)
+        assert res.verdict == "pass", res
+        assert during >= 2 and signal.getitimer(signal.ITIMER_REAL)[0] > 0
+        end = time.monotonic() + 0.35
+        while time.monotonic() < end:
+            pass
+        assert len(ticks) >= during + 2
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_check_inside_a_checks_function_does_not_take_the_outer_timeout_for_its_own():
+    # ga.check(timeout=1) whose function runs ga.check(timeout=60): the outer limit's alarm, landing inside the inner
+    # check, was reported by it as its own ("did not finish within 1 s (timeout=1)"), and the outer function went on
+    # (a review). The inner check lets it pass: the outer check reports its timeout, no inner one reports any
+    inner: list = []
+
+    def slow(t):
+        end = time.monotonic() + 0.03
+        while time.monotonic() < end:
+            pass
+        return t.sin()
+
+    def outer(y):
+        x = torch.linspace(-1, 1, 40, dtype=torch.float64).requires_grad_()
+        inner.append(ga.check(slow, (x,), mode="full", timeout=60))
+        return y * 2
+
+    start = time.monotonic()
+    res = ga.check(outer, (torch.ones(2, dtype=torch.float64, requires_grad=True),), mode="full", timeout=1)
+    assert res.verdict == "error" and "timeout" in res.records[0].error.message
+    assert time.monotonic() - start < 3
+    assert all(r.verdict == "pass" for r in inner)
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
 def test_a_ledger_check_times_out_and_the_next_one_runs(cli, ledger):
     # the expression language cannot loop, so a huge input stands in for a slow function
     slow = {"name": "slow", "function": "sum(x*x)", "x": [0.5] * 3000, "analytical_gradient": [1.0] * 3000,

@@ -2739,8 +2739,13 @@ def test_a_backward_dropping_a_fast_term_fails_where_only_the_large_steps_averag
     applies only where the two estimates differ by what such stairs can make, and the bug fails; the right backward
     passes on the same evidence."""
     a, w = 1e-6, 1e5
-    derivative = (lambda x: torch.cos(x) + a * w * torch.cos(w * x))
-    forward = (lambda x: torch.sin(x) + a * torch.sin(w * x))
+
+    def derivative(x):
+        return torch.cos(x) + a * w * torch.cos(w * x)
+
+    def forward(x):
+        return torch.sin(x) + a * torch.sin(w * x)
+
     x = torch.tensor([0.3, -1.2, 2.0, 0.7], dtype=F64)
     for seed in range(3):
         right = ga.check(_hand_written(forward, derivative), (x.clone().requires_grad_(),), mode="directional",

@@ -698,6 +698,7 @@ def _check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Describe
     start = time.perf_counter()
     label = name or who.name
     host = host_random()
+    mine: object = None  # this check's time limit (its CheckTimeout carries it)
     try:
         if timeout is None and torch.is_grad_enabled() and not torch.is_inference_mode_enabled():
             # the guards' context managers would change nothing on the way in (they cost more than a small check's
@@ -708,11 +709,15 @@ def _check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Describe
                                 nondet_tol=nondet_tol, label=label, start=start, kwargs=kwargs, notes=notes)
             finally:
                 torch._C._set_grad_enabled(True)
-        with torch.inference_mode(False), torch.enable_grad(), time_limit(timeout):
+        with torch.inference_mode(False), torch.enable_grad(), time_limit(timeout) as mine:
             return _checked(fn, inputs, who=who, repro=repro, mode=mode, tolerance=tolerance, forward_ad=forward_ad,
                             order=order, seed=seed, names=names, expected=expected, nondet_tol=nondet_tol,
                             label=label, start=start, kwargs=kwargs, notes=notes)
     except CheckTimeout as exc:
+        if exc.limit is not None and exc.limit is not mine:
+            # another limit's (a check whose function runs this one): not this check's timeout, and its own to report
+            # (the inner check said "did not finish within 1 s (timeout=1)" for the outer's limit: a review)
+            raise
         timed_out = EvaluationError("timeout", exc)
         return _errored(label, who, mode, repro, *_labelled(fn, inputs, kwargs, names), timed_out, start)
     finally:
@@ -1596,9 +1601,10 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
         raise SpecError(f"kwargs must be a dict of keyword arguments for the model's forward, e.g. "
                         f"{{'need_weights': False}}; got {kwargs!r}.", field="kwargs")
     forward_kwargs = dict(kwargs or {})
-    lazy = [n for n, p in model.named_parameters() if isinstance(p, torch.nn.parameter.UninitializedParameter)]
+    lazy = [n for n, t in (*model.named_parameters(), *model.named_buffers())
+            if isinstance(t, (torch.nn.parameter.UninitializedParameter, torch.nn.parameter.UninitializedBuffer))]
     if lazy:  # (torch's own ValueError, about 'detach', escaped the check: a fresh-eyes audit)
-        raise SpecError(f"parameter(s) {', '.join(lazy[:4])}{', ...' if len(lazy) > 4 else ''} belong to a lazy "
+        raise SpecError(f"tensor(s) {', '.join(lazy[:4])}{', ...' if len(lazy) > 4 else ''} belong to a lazy "
                         "module that has not run yet (torch.nn.LazyLinear and the like), so they have no shape and "
                         "no gradient to check. Run one forward first (model(*inputs)) so they exist, then check.",
                         field="model")
@@ -1627,8 +1633,13 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
         "own (register_hook, register_post_accumulate_grad_hook): the check runs the model on copies of its "
         "parameters, which carry none, so it checks the loss's gradient; the .grad that training sees has been "
         "through the hooks and may differ from it"]
+    from torch.nn.modules import module as torch_module
+
     hooking = [n or type(model).__name__ for n, m in model.named_modules()
                if m._backward_hooks or m._backward_pre_hooks]
+    if getattr(torch_module, "_global_backward_hooks", None) or getattr(torch_module, "_global_backward_pre_hooks",
+                                                                         None):
+        hooking.append("every module: register_module_full_backward_hook")
     if hooking:  # (a hook that halved the gradient failed the parameters, nothing said of it: a fresh-eyes audit)
         notes.append(f"{plural(len(hooking), 'module')} ({', '.join(hooking[:4])}{', ...' if len(hooking) > 4 else ''})"
                      f" {'carries' if len(hooking) == 1 else 'carry'} backward hooks (register_full_backward_hook, "
@@ -1701,7 +1712,8 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
     # and their plain attributes: a forward that caches a tensor there (a causal mask built at the input's dtype on
     # first use) kept the check's float64 one, and the float32 model's next forward raised "expected scalar type
     # Double but found Float" (a fresh-eyes audit); every attribute the check's forwards bound is put back
-    owned = [(m, dict(m._parameters), dict(m._buffers), dict(m.__dict__)) for m in model.modules()]
+    owned = [(m, {k: dict(v) for k, v in m.__dict__.items() if _restorable(k, v)}, dict(m.__dict__))
+             for m in model.modules()]
     try:
         return _check(fn, tensors, who=who, repro=repro, mode=mode, tolerance=tolerance, forward_ad=forward_ad,
                       order=order, seed=seed, names=names, expected=options.get("expected"), nondet_tol=nondet_tol,
@@ -1733,7 +1745,7 @@ def _padding_notes(model: Any, params: Mapping[str, Any], given: Any) -> list[st
     for name, module in model.named_modules():
         pad = getattr(module, "padding_idx", None)
         weight = f"{name}.weight" if name else "weight"
-        if (isinstance(module, (torch.nn.Embedding, torch.nn.EmbeddingBag)) and pad is not None
+        if (isinstance(module, torch.nn.Embedding) and pad is not None  # (EmbeddingBag leaves padding out of the bag)
                 and weight in params and any(bool((t == pad).any()) for t in indices if t.numel())):
             notes.append(f"'{weight}': {type(module).__name__}(padding_idx={pad}) gives row {pad} no gradient by "
                          f"design (the forward still reads it, so finite differences see it), and the inputs hold "
@@ -1757,21 +1769,32 @@ def _mutated_parameter(name: str, owner: Any) -> str:
             + "; the caller's model is untouched")
 
 
-def _restore_modules(held: list[tuple[Any, dict[str, Any], dict[str, Any], dict[str, Any]]]) -> None:
-    """Put back every module's own parameters and buffers (the same objects, in their order) where a check left
-    another in their place, and its plain attributes (each bound to the object it was bound to; those the check's
-    forwards added removed)."""
-    for module, parameters, buffers, attributes in held:
-        for own, saved in ((module._parameters, parameters), (module._buffers, buffers)):
-            if own.keys() != saved.keys() or any(own[k] is not v for k, v in saved.items()):
-                own.clear()
-                own.update(saved)
+def _restorable(name: str, value: Any) -> bool:
+    """A module's containers that a check puts back by their contents (the same dict objects): its parameters,
+    buffers and submodules, and its hook dicts."""
+    return isinstance(value, dict) and (name in ("_parameters", "_buffers", "_modules") or (
+        name.startswith("_") and name.endswith(("hooks", "hooks_with_kwargs", "hooks_always_called"))))
+
+
+def _restore_modules(held: list[tuple[Any, dict[str, dict[str, Any]], dict[str, Any]]]) -> None:
+    """Put back every module as it was: its parameters, buffers, submodules and hooks (the same objects, in their
+    order) where a check left others in their place, and its plain attributes (each bound to the object it was bound
+    to; those the check's forwards added removed). All of them together, so that a module's state stays consistent:
+    a head built on first use (self.head = nn.Linear(...) where it was None) goes with its attribute, a forward hook
+    installed once behind a flag with the flag (a review: restoring the attributes alone left head None beside a
+    registered Linear, and one hook more per check)."""
+    for module, containers, attributes in held:
         now = module.__dict__
         for k in [k for k in now if k not in attributes]:
             del now[k]
         for k, v in attributes.items():
             if now.get(k, attributes) is not v:
                 now[k] = v
+        for k, saved in containers.items():
+            own = now[k]
+            if own.keys() != saved.keys() or any(own[x] is not v for x, v in saved.items()):
+                own.clear()
+                own.update(saved)
 
 
 __all__ = ["CheckResult", "assert_gradients", "check", "check_module"]

@@ -14,7 +14,6 @@ the caller's random state afterwards.
 from __future__ import annotations
 
 import functools
-import math
 import signal
 import sys
 import threading
@@ -39,10 +38,12 @@ REFIRE = 0.5
 
 
 class CheckTimeout(BaseException):
-    """The check ran past its ``timeout``."""
+    """The check ran past its ``timeout``. *limit* is the limit's own token (what :func:`time_limit` yields), so that a
+    check inside another's function tells its own timeout from the outer one's, which it lets pass."""
 
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float, limit: object = None):
         self.seconds = seconds
+        self.limit = limit
         super().__init__(f"timeout: the check did not finish within {seconds:g} s (timeout={seconds:g}); "
                          "it was stopped and the run went on. Raise timeout=, or check a smaller input.")
 
@@ -51,47 +52,65 @@ def expired() -> None:
     """Raise CheckTimeout if the current time limit has passed (called before each evaluation)."""
     limit = _deadline.value
     if limit is not None and time.monotonic() > limit[0]:
-        raise CheckTimeout(limit[1])
+        raise CheckTimeout(limit[1], limit)
 
 
 @contextmanager
-def time_limit(seconds: float | None) -> Iterator[None]:
-    """Stop the enclosed work with CheckTimeout after *seconds* (None: no limit)."""
+def time_limit(seconds: float | None) -> Iterator[object]:
+    """Stop the enclosed work with CheckTimeout after *seconds* (None: no limit). Yields the limit's token, which the
+    CheckTimeout it raises carries (None without a limit). The caller's own SIGALRM timer, due before the limit,
+    still fires on time: its alarm is handed to the handler the caller had (it was held until the check ended, 4.4 s
+    instead of 1 s: a fresh-eyes audit), and a timer that handler sets is the caller's next one; after the block the
+    caller's timer runs on from where it is."""
     if seconds is None:
-        yield
+        yield None
         return
     outer = _deadline.value
-    _deadline.value = (time.monotonic() + seconds, seconds)
+    start = time.monotonic()
+    mine = (start + seconds, seconds)
+    deadline = mine[0]
+    _deadline.value = mine
     use_signal = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if not use_signal:
         try:
-            yield
+            yield mine
         finally:
             _deadline.value = outer
         return
 
-    # the caller's own timer (pytest-timeout's signal method, an alarm of the caller's), when due before this limit,
-    # fires on time: its alarm is handed to the handler it had (it was held until the check ended, 4.4 s instead of
-    # 1 s, a fresh-eyes audit found), and this limit's timer armed again for what is left of it
-    start = time.monotonic()
     earlier = signal.getitimer(signal.ITIMER_REAL)
-    due = [start + earlier[0] if 0 < earlier[0] < seconds else None]
+    caller: list[float | None] = [start + earlier[0] if earlier[0] > 0 else None, earlier[1]]  # its next alarm, period
+
+    def _arm(now: float) -> None:
+        due = caller[0]
+        signal.setitimer(signal.ITIMER_REAL, max((deadline if due is None else min(deadline, due)) - now, 1e-3))
 
     def _alarm(signum: int, frame: Any) -> None:
         now = time.monotonic()
-        if due[0] is not None and now >= due[0] - 1e-3:
-            due[0] = now + earlier[1] if earlier[1] > 0 else None  # (a periodic one's next alarm)
-            signal.setitimer(signal.ITIMER_REAL, max(min(start + seconds, due[0] or math.inf) - now, 1e-3))
-            if callable(previous):
-                previous(signum, frame)
-            elif previous == signal.SIG_DFL:  # the caller's alarm would have ended the process: so it does
-                signal.signal(signal.SIGALRM, signal.SIG_DFL)
-                signal.raise_signal(signal.SIGALRM)
+        due = caller[0]
+        if due is not None and now >= due - 1e-3 and due <= deadline:  # the caller's alarm: to its own handler
+            period = caller[1] or 0.0
+            caller[0] = now + period if period > 0 else None
+            signal.setitimer(signal.ITIMER_REAL, 0)  # (a timer the handler sets is then read back, below)
+            try:
+                if callable(previous):
+                    previous(signum, frame)
+                elif previous == signal.SIG_DFL:  # the caller's alarm would have ended the process: so it does
+                    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+                    signal.raise_signal(signal.SIGALRM)
+            finally:
+                set_by_it = signal.getitimer(signal.ITIMER_REAL)
+                if set_by_it[0] > 0:  # the handler armed the timer again itself: that is the caller's next alarm
+                    caller[0], caller[1] = time.monotonic() + set_by_it[0], set_by_it[1]
+                _arm(time.monotonic())
+            return
+        if now < deadline - 1e-3:  # not this limit's time yet (an alarm of the caller's that moved): wait on
+            _arm(now)
             return
         # raised where the code happens to be; where that is a callback whose exceptions Python only reports (a
         # weakref's, a __del__), it is lost: the timer fires again shortly, until the limit's block is left
         signal.setitimer(signal.ITIMER_REAL, REFIRE)
-        raise CheckTimeout(seconds)
+        raise CheckTimeout(seconds, mine)
 
     unraisable = sys.unraisablehook
 
@@ -101,19 +120,17 @@ def time_limit(seconds: float | None) -> Iterator[None]:
 
     previous = signal.signal(signal.SIGALRM, _alarm)
     sys.unraisablehook = _quiet
-    signal.setitimer(signal.ITIMER_REAL, seconds if due[0] is None else earlier[0])
+    _arm(start)
     try:
-        yield
+        yield mine
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         if sys.unraisablehook is _quiet:
             sys.unraisablehook = unraisable
         _deadline.value = outer
-        if earlier[0] > 0:  # the caller's own timer, less the time spent here (from its next alarm, where it fired)
-            nxt = due[0] if due[0] is not None or earlier[0] < seconds else start + earlier[0]
-            if nxt is not None:
-                signal.setitimer(signal.ITIMER_REAL, max(nxt - time.monotonic(), 1e-3), earlier[1])
+        if caller[0] is not None:  # the caller's own timer, from its next alarm
+            signal.setitimer(signal.ITIMER_REAL, max(caller[0] - time.monotonic(), 1e-3), caller[1] or 0.0)
 
 
 @contextmanager
@@ -307,25 +324,18 @@ def with_private_buffers(fn: Callable[..., Any]) -> Callable[..., Any]:
     and left as it is). A buffer the call replaced is the module's own doing and stays as the call left it, no
     longer copied (a rotary embedding's cache, re-registered larger with its length in a plain attribute beside
     it; a model cast inside the function): putting the old one back broke the model. Lazy modules' uninitialized
-    buffers are left alone. The modules' plain attributes are bound again after every call as they were at the
-    start (a tensor a forward caches there, a counter), except a module's whose buffer the call replaced. *fn* itself
-    where it names none."""
+    buffers are left alone. *fn* itself where it names none."""
     if getattr(fn, "_gradaudit_private_buffers", False):
         return fn
     import torch
 
     lazy = getattr(torch.nn.parameter, "UninitializedBuffer", ())
-    every = {id(m): m for module in modules_named(fn) for m in module.modules()}
-    if not every:
-        return fn
-    held = [(m._buffers, k, b) for m in every.values()
+    held = [(m._buffers, k, b) for module in modules_named(fn) for m in module.modules()
             for k, b in m._buffers.items() if b is not None and not isinstance(b, lazy)]
+    if not held:
+        return fn
     start = {id(b): b.detach().clone() for _, _, b in held}  # (their values at the start, each tensor once)
     saved = [(own, k, b, id(b)) for own, k, b in held]
-    # and each module's plain attributes, as bound at the start: a forward that caches a tensor there (a causal mask
-    # built at its input's dtype on first use) kept the check's float64 one, the model's own float32 forward raised
-    # "expected scalar type Double but found Float" after the check, and the check's float32 retry met it too
-    attributes = {i: (m.__dict__, dict(m.__dict__)) for i, m in every.items()}
 
     def on_private_buffers(*args: Any, **kwargs: Any) -> Any:
         copies = {i: value.clone() for i, value in start.items()}  # a buffer two modules share stays shared
@@ -335,24 +345,12 @@ def with_private_buffers(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         finally:
             kept = []
-            replaced = set()
             for entry in saved:
                 own, k, b, i = entry
                 if own.get(k) is copies[i]:
                     own[k] = b
                     kept.append(entry)
-                else:
-                    replaced.add(id(own))
             saved[:] = kept  # (a buffer the call replaced is the module's own now)
-            for i, (now, then) in list(attributes.items()):
-                if id(now.get("_buffers")) in replaced:  # its attributes go with the buffer it replaced (a rotary
-                    del attributes[i]  # cache's length beside it): the module's own state now
-                    continue
-                for k in [k for k in now if k not in then]:
-                    del now[k]
-                for k, v in then.items():
-                    if now.get(k, then) is not v:
-                        now[k] = v
     return on_private_buffers
 
 
