@@ -1,20 +1,23 @@
 """Conformance and speed sweep: gradaudit against torch.autograd.gradcheck over PyTorch's OpInfo database.
 
-Cases: every op in ``torch.testing._internal.common_methods_invocations.op_db`` with ``supports_autograd``,
-float64, CPU, the first ``--samples K`` sample inputs of ``op.sample_inputs("cpu", torch.float64,
-requires_grad=True)`` (``--dtype complex128``: the same for the ops whose forward supports complex128 on CPU,
-their samples in complex128, which both tools check with Wirtinger calculus; ``--db python_ref_db``: the
-Python references ``torch._refs.*`` of ``python_ref_db`` whose torch op has autograd, the same samples through
-functions written in Python over torch's primitives, whose backward is autograd's through that composition,
-or none where a primitive has no autograd formula; ``--db foreach``: the ``torch._foreach_*`` ops of the
-``foreach_*_op_db`` lists, FOREACH_TENSORS tensors per list, every tensor that requires grad checked, in the
-sample's lists of ``args`` and ``kwargs`` too (TestGradients' helper, mirrored here for op_db, unpacks only a
-list ``input``), OpInfo's skips read for ``TestForeach.test_autodiff``) (global seed 1234 before each
-op, as PyTorch's test cases seed). Each case is built the way PyTorch's ``TestBwdGradients.test_fn_grad``
-builds it (``TestGradients._check_helper``): the function variant ``op.get_op()`` called through
-``op.gradcheck_wrapper``, ``sample.output_process_fn_grad`` applied to the output, the tensors that require
-grad (from ``sample.input``, a top-level tensor list in it, ``sample.args`` and ``sample.kwargs``) as the
-checked inputs, passed positionally; everything else stays fixed in the closure.
+Cases: every op in ``torch.testing._internal.common_methods_invocations.op_db`` with ``supports_autograd``, float64,
+CPU, the first ``--samples K`` sample inputs of ``op.sample_inputs("cpu", torch.float64, requires_grad=True)``
+(``--dtype complex128``: the same for the ops whose forward supports complex128 on CPU, their samples in complex128,
+which both tools check with Wirtinger calculus; ``--db python_ref_db``: the Python references ``torch._refs.*`` of
+``python_ref_db`` whose torch op has autograd, the same samples through functions written in Python over torch's
+primitives, whose backward is autograd's through that composition, or none where a primitive has no autograd
+formula; ``--db foreach``: the ``torch._foreach_*`` ops of the ``foreach_*_op_db`` lists, FOREACH_TENSORS tensors
+per list, every tensor that requires grad checked, in the sample's lists of ``args`` and ``kwargs`` too
+(TestGradients' helper, mirrored here for op_db, unpacks only a list ``input``), OpInfo's skips read for
+``TestForeach.test_autodiff``; ``--db autograd_function_db`` and ``--db custom_op_db``: the custom
+``autograd.Function`` classes and ``torch.library`` custom ops PyTorch's functorch tests run, in
+``torch.testing._internal``'s modules of those names (autograd_function_db's called directly: its
+``gradcheck_wrapper`` takes outputs, not the op) (global seed 1234 before each op, as PyTorch's test cases seed).
+Each case is built the way PyTorch's ``TestBwdGradients.test_fn_grad`` builds it (``TestGradients._check_helper``):
+the function variant ``op.get_op()`` called through ``op.gradcheck_wrapper``, ``sample.output_process_fn_grad``
+applied to the output, the tensors that require grad (from ``sample.input``, a top-level tensor list in it,
+``sample.args`` and ``sample.kwargs``) as the checked inputs, passed positionally; everything else stays fixed in
+the closure.
 
 Four tools per case, each on a fresh ``detach().clone().requires_grad_()`` of the inputs:
 ``gradcheck`` slow mode (defaults) and fast mode (``fast_mode=True``): "pass" when it returns True, "fail"
@@ -56,6 +59,8 @@ most of it gradcheck's slow mode on a few large cases):
     python bench/opinfo.py --dtype complex128 --repeat 1 --out complex.jsonl  (verdicts on complex samples)
     python bench/opinfo.py --db python_ref_db --out refs.jsonl        (torch._refs: the same samples, other code)
     python bench/opinfo.py --db foreach --out foreach.jsonl           (torch._foreach_*: lists of tensors)
+    python bench/opinfo.py --db custom_op_db --samples 4 --out custom_ops.jsonl   (custom ops; and
+                                                                      autograd_function_db: custom Functions)
     python bench/opinfo.py --limit 50 --resume --out opinfo.jsonl     (skips cases already written)
     python bench/opinfo.py --summary opinfo.jsonl                     (re-renders, runs nothing)
 """
@@ -86,7 +91,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-DBS = ("op_db", "python_ref_db", "foreach")  # the OpInfo lists of common_methods_invocations a sweep can take
+# the OpInfo lists a sweep can take: common_methods_invocations' own, and the custom autograd.Functions and custom ops
+# (torch.library) PyTorch's functorch tests run (modules of their own in torch.testing._internal)
+DBS = ("op_db", "python_ref_db", "foreach", "autograd_function_db", "custom_op_db")
+CUSTOM_DBS = ("autograd_function_db", "custom_op_db")
+# autograd_function_db's sorts give a gradcheck_wrapper that takes their outputs, not the op: called as OpInfo calls
+# one, it raises in every tool; the ops of that list are called as they are
+UNWRAPPED_DBS = ("autograd_function_db",)
 FOREACH = ("foreach_unary_op_db", "foreach_binary_op_db", "foreach_pointwise_op_db", "foreach_reduce_op_db",
            "foreach_other_op_db")  # what --db foreach joins
 FOREACH_TENSORS = 3  # tensors per list in a foreach sample (sample_inputs' num_input_tensors)
@@ -216,8 +227,12 @@ def opinfo_expectations(op: Any, dtype_name: str = "float64", method: str = "gra
 
 def load_db(name: str) -> list[Any]:
     """The OpInfo list *name* (one of DBS) from torch.testing._internal.common_methods_invocations."""
+    import importlib
+
     from torch.testing._internal import common_methods_invocations as cmi
 
+    if name in CUSTOM_DBS:
+        return list(getattr(importlib.import_module(f"torch.testing._internal.{name}"), name))
     if name == "foreach":
         return [op for part in FOREACH for op in getattr(cmi, part)]
     return list(getattr(cmi, name))
@@ -297,8 +312,10 @@ class CaseBuilder:
     """Samples of one op (cached: the first *samples*, every one for None), and the gradcheck-style function of
     one sample."""
 
-    def __init__(self, op_db: list[Any], samples: int | None, dtype_name: str = "float64") -> None:
+    def __init__(self, op_db: list[Any], samples: int | None, dtype_name: str = "float64",
+                 wrapped: bool = True) -> None:
         self.op_db = op_db
+        self.wrapped = wrapped  # the op called through its gradcheck_wrapper (not for UNWRAPPED_DBS)
         self.samples = samples
         self.dtype_name = dtype_name
         self.key: int | None = None
@@ -380,7 +397,8 @@ class CaseBuilder:
             kwargs = {}
             for key, arg in sample.kwargs.items():
                 kwargs[key], position = recompose(inputs, arg, position)
-            output = op.gradcheck_wrapper(variant, *positional, **kwargs)
+            output = (op.gradcheck_wrapper(variant, *positional, **kwargs) if self.wrapped else
+                      variant(*positional, **kwargs))  # (UNWRAPPED_DBS)
             if sample.output_process_fn_grad is not None:
                 return sample.output_process_fn_grad(output)
             return output
@@ -495,7 +513,7 @@ def worker_main(conn: Any, samples: int, mem_limit_gb: float, dtype_name: str = 
     import torch
 
     torch.set_num_threads(1)
-    builder = CaseBuilder(load_db(db), samples, dtype_name)
+    builder = CaseBuilder(load_db(db), samples, dtype_name, wrapped=db not in UNWRAPPED_DBS)
     conn.send({"ready": os.getpid(), "gradaudit_src": gradaudit_source_hash()})
     while True:
         try:
@@ -1138,7 +1156,8 @@ def main(argv: Iterable[str] | None = None) -> None:
     parser.add_argument("--db", choices=DBS, default="op_db",
                         help="the OpInfo list (default op_db; python_ref_db: the Python references torch._refs.*, "
                              "the same samples through other code, taken where the torch op has autograd; foreach: "
-                             "the torch._foreach_* ops, lists of tensors)")
+                             "the torch._foreach_* ops, lists of tensors; autograd_function_db and custom_op_db: "
+                             "the custom autograd.Functions and torch.library ops of PyTorch's functorch tests)")
     parser.add_argument("--workers", type=int, default=1, metavar="W", help="worker processes (default 1)")
     parser.add_argument("--repeat", type=int, default=5, metavar="K",
                         help="calls per tool and case, interleaved across the tools; the time is their median "

@@ -14,6 +14,7 @@ past it), the times recorded but not a speed benchmark. OpInfo's own skips and e
     python bench/opinfo_higher.py --method forward --out forward.jsonl    (about 2 minutes on one core)
     python bench/opinfo_higher.py --method second --out second.jsonl      (about 3 minutes)
     python bench/opinfo_higher.py --method forward --ops logcumsumexp,round
+    python bench/opinfo_higher.py --method second --db autograd_function_db   (custom autograd.Functions)
     python bench/opinfo_higher.py --summary forward.jsonl                 (re-renders, runs nothing)
 
 Read a disagreement before counting it: gradaudit's default tolerance (rtol 1e-10, plus its evidence's bound) is
@@ -88,14 +89,14 @@ def _verdict(tool: str, method: str, fn: Any, checked: list[Any], cap: float) ->
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def run(method: str, ops: set[str] | None, samples: int, max_n: int, cap: float, out: Path | None
-        ) -> list[dict[str, Any]]:
+def run(method: str, ops: set[str] | None, samples: int, max_n: int, cap: float, out: Path | None,
+        db: str = "op_db") -> list[dict[str, Any]]:
     import opinfo
     import torch
-    from torch.testing._internal.common_methods_invocations import op_db
 
+    op_db = opinfo.load_db(db)
     _, _, flag, test = METHODS[method]
-    builder = opinfo.CaseBuilder(op_db, samples)
+    builder = opinfo.CaseBuilder(op_db, samples, wrapped=db not in opinfo.UNWRAPPED_DBS)
     rows: list[dict[str, Any]] = []
     handle = out.open("w") if out else None
     previous = signal.signal(signal.SIGALRM, _alarm)
@@ -185,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=2, help="sample inputs per op (default 2)")
     parser.add_argument("--max-n", type=int, default=400, help="leave out cases with more checked elements (400)")
     parser.add_argument("--cap", type=float, default=60.0, help="seconds per tool call at most (default 60)")
+    parser.add_argument("--db", choices=("op_db", "autograd_function_db", "custom_op_db"), default="op_db",
+                        help="the OpInfo list (default op_db; autograd_function_db and custom_op_db: the custom "
+                             "autograd.Functions and torch.library ops of PyTorch's functorch tests, as in "
+                             "bench/opinfo.py)")
     parser.add_argument("--out", type=Path, help="also write one JSON line per case")
     parser.add_argument("--summary", type=Path, metavar="PATH", help="summarize an existing JSONL; run nothing")
     args = parser.parse_args(argv)
@@ -207,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # some ops warn (deprecated names); the verdicts are what count
             ops = {o.strip() for o in args.ops.split(",") if o.strip()} if args.ops else None
-            rows = run(args.method, ops, args.samples, args.max_n, args.cap, args.out)
+            rows = run(args.method, ops, args.samples, args.max_n, args.cap, args.out, args.db)
     finally:
         torch.set_num_threads(threads)
     print(summary(rows), end="")

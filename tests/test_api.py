@@ -1760,6 +1760,67 @@ def test_only_the_outputs_computed_in_float32_are_taken_in_float32():
     assert any("output 1 were taken in float32" in n for n in res.info["notes"])
 
 
+def _sort_with_indices(scale):
+    """sort along dim 0 in float64, its indices returned marked non-differentiable (as torch.sort's); the backward
+    scatters grad_output back to where each value came from, times *scale* at flat element 1 of the input."""
+    class Sort(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y, i = torch.sort(x.detach(), dim=0)
+            ctx.mark_non_differentiable(i)
+            ctx.save_for_backward(i)
+            return y, i
+
+        @staticmethod
+        def backward(ctx, gy, gi):
+            (i,) = ctx.saved_tensors
+            g = torch.zeros_like(gy).scatter_(0, i, gy)
+            g.view(-1)[1] *= scale
+            return g
+
+    return Sort.apply
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_an_autograd_function_with_non_differentiable_indices_keeps_float64_evidence(mode):
+    # the node of a Function that returns indices marked non-differentiable holds, for them, placeholder entries
+    # (float32 scalars) among its outputs' dtypes: the float64 sort read as computed in float32, and was
+    # INCONCLUSIVE (float32 evidence, "coarse") where gradcheck passes; so were custom_op_db's NumpySortCustomOp
+    # and NumpySplitCopyWithIntCustomOp. The gradient of a sort is a permutation of grad_output (exact), so a
+    # backward off by 1e-8 at one element is wrong there by 1e-8 of it
+    x = torch.tensor([[0.3, -1.2, 2.0], [1.1, 0.4, -0.7], [-0.2, 0.9, 1.6]], dtype=torch.float64)
+    for scale, want in ((1.0, "pass"), (1 + 1e-6, "fail"), (1 + 1e-8, "fail" if mode == "full" else None)):
+        res = ga.check(_sort_with_indices(scale), (x.clone().requires_grad_(),), mode=mode)
+        if want is not None:
+            assert res.verdict == want, (scale, str(res))
+        assert not any("inside" in n for n in res.info.get("notes", [])), res.info.get("notes")
+        assert any("int64 tensor, not differentiable" in n for n in res.info["notes"])
+
+
+def test_a_float32_output_off_the_path_does_not_make_the_function_float32():
+    # a Function returning (2x in float64, x in float32), of which only the first is returned: the float32 output
+    # is not on the path from x to what is checked, so the evidence stays float64 and a 1e-8 bug fails
+    def two(scale):
+        class Two(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return 2 * x, x.float()
+
+            @staticmethod
+            def backward(ctx, g0, g1):
+                g = 2 * g0 + (0 if g1 is None else g1.double())
+                g.view(-1)[1] *= scale
+                return g
+
+        return lambda x: Two.apply(x)[0]
+
+    x = torch.linspace(0.3, 1.7, 4, dtype=torch.float64)
+    for scale, want in ((1.0, "pass"), (1 + 1e-8, "fail")):
+        res = ga.check(two(scale), (x.clone().requires_grad_(),), mode="full")
+        assert res.verdict == want, (scale, str(res))
+        assert not any("inside" in n for n in res.info.get("notes", []))
+
+
 @pytest.mark.parametrize("mode", ["full", "directional"])
 def test_outputs_beyond_float32s_range_are_not_rounded_to_it(mode):
     # 1e40 x + tanh(x.float()) is right; rounded to float32 its outputs read inf (not checked), and

@@ -345,8 +345,9 @@ def computed_in(outs: Sequence[Any], leaves: Sequence[Any], eps: float) -> list[
     autograd graph computes in on its way from the checked *leaves* to that output, with the name of a node that
     does, or None. A float64 function that casts part of its work to float32 (``h.float()``, a float32 model run as
     model.double() with its RMSNorm in float32) is a staircase at float32's steps, whatever dtype it returns. Only
-    nodes on a path from a checked input count: a float32 parameter that requires grad, or a branch that does not
-    depend on the inputs, does not make the function float32. All None where the graph cannot be read."""
+    nodes on a path from a checked input count, and of a node only the outputs the path takes: a float32 parameter
+    that requires grad, a branch that does not depend on the inputs, or a node's non-differentiable output does not
+    make the function float32. All None where the graph cannot be read."""
     import torch
 
     roots = [o.grad_fn for o in outs if torch.is_tensor(o) and o.grad_fn is not None]
@@ -356,15 +357,22 @@ def computed_in(outs: Sequence[Any], leaves: Sequence[Any], eps: float) -> list[
     except (AttributeError, TypeError, RuntimeError):
         return [None] * len(outs)
     checked = {id(t) for t in leaves}
-    memo: dict[int, tuple[bool, float, Any]] = {}  # per node: reaches a checked leaf; the worst eps and its node
+    # per node: reaches a checked leaf; the worst eps among the tensors on its paths to one, and its node
+    memo: dict[int, tuple[bool, float, Any]] = {}
 
-    def own(node: Any) -> tuple[float, Any]:
-        worst, where = 0.0, None
-        for meta in node._input_metadata:  # the dtypes of what the node's forward produced
-            dtype = _real_dtype(torch, meta.dtype)
-            if dtype.is_floating_point and torch.finfo(dtype).eps > worst:
-                worst, where = torch.finfo(dtype).eps, (dtype, node.name())
-        return worst, where
+    def produced(node: Any, k: int) -> tuple[float, Any]:
+        """The eps of the floating tensor *node*'s forward produced as its output *k* (0.0 if none): only the
+        outputs on a path count. A node's other outputs may be non-differentiable (an autograd.Function's
+        indices, marked non-differentiable, or a custom op's integer outputs): their entries are placeholders,
+        float32 scalars, which made a float64 sort read as computed in float32 (inconclusive where gradcheck
+        passes, on PyTorch's custom_op_db)."""
+        metas = node._input_metadata
+        if not 0 <= k < len(metas):
+            return 0.0, None
+        dtype = _real_dtype(torch, metas[k].dtype)
+        if dtype.is_floating_point:
+            return torch.finfo(dtype).eps, (dtype, node.name())
+        return 0.0, None
 
     def visit(root: Any) -> tuple[bool, float, Any]:
         stack = [(root, False)]
@@ -372,23 +380,24 @@ def computed_in(outs: Sequence[Any], leaves: Sequence[Any], eps: float) -> list[
             node, expanded = stack.pop()
             if id(node) in memo:
                 continue
-            children = [n for n, _ in node.next_functions if n is not None]
+            edges = [(n, k) for n, k in node.next_functions if n is not None]
             if not expanded:
                 stack.append((node, True))
-                stack.extend((c, False) for c in children if id(c) not in memo)
+                stack.extend((c, False) for c, _ in edges if id(c) not in memo)
                 continue
             if hasattr(node, "variable"):  # AccumulateGrad: a leaf, checked or not; its dtype is the leaf's own
                 memo[id(node)] = (id(node.variable) in checked, 0.0, None)
                 continue
             reaches, worst, where = False, 0.0, None
-            for child in children:
+            for child, k in edges:
                 r, w, at = memo[id(child)]
-                if r:
-                    reaches = True
-                    if w > worst:
-                        worst, where = w, at
-            if reaches:
-                w, at = own(node)
+                if not r:
+                    continue
+                reaches = True
+                if not hasattr(child, "variable"):  # the child's output this node takes: on the path
+                    own, by = produced(child, k)
+                    if own > w:
+                        w, at = own, by
                 if w > worst:
                     worst, where = w, at
             memo[id(node)] = (reaches, worst, where)
@@ -402,6 +411,9 @@ def computed_in(outs: Sequence[Any], leaves: Sequence[Any], eps: float) -> list[
                 found.append(None)
                 continue
             reaches, worst, where = visit(node)
+            own, by = produced(node, o.output_nr)  # the output itself, as the root node produced it
+            if own > worst:
+                worst, where = own, by
             found.append(where if reaches and worst > eps else None)
     except (AttributeError, TypeError, RuntimeError):  # (a private attribute: where it is not, nothing is found)
         return [None] * len(outs)
