@@ -9,8 +9,8 @@ primitives, whose backward is autograd's through that composition, or none where
 formula; ``--db foreach``: the ``torch._foreach_*`` ops of the ``foreach_*_op_db`` lists, FOREACH_TENSORS tensors
 per list, every tensor that requires grad checked, in the sample's lists of ``args`` and ``kwargs`` too
 (TestGradients' helper, mirrored here for op_db, unpacks only a list ``input``), OpInfo's skips read for
-``TestForeach.test_autodiff``; ``--db autograd_function_db`` and ``--db custom_op_db``: the custom
-``autograd.Function`` classes and ``torch.library`` custom ops PyTorch's functorch tests run, in
+``TestForeach.test_autodiff``; ``--db autograd_function_db``, ``--db custom_op_db`` and ``--db hop_db``: the custom
+``autograd.Function`` classes, ``torch.library`` custom ops and higher-order ops PyTorch's functorch tests run, in
 ``torch.testing._internal``'s modules of those names (autograd_function_db's called directly: its
 ``gradcheck_wrapper`` takes outputs, not the op) (global seed 1234 before each op, as PyTorch's test cases seed).
 Each case is built the way PyTorch's ``TestBwdGradients.test_fn_grad`` builds it (``TestGradients._check_helper``):
@@ -91,10 +91,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-# the OpInfo lists a sweep can take: common_methods_invocations' own, and the custom autograd.Functions and custom ops
-# (torch.library) PyTorch's functorch tests run (modules of their own in torch.testing._internal)
-DBS = ("op_db", "python_ref_db", "foreach", "autograd_function_db", "custom_op_db")
-CUSTOM_DBS = ("autograd_function_db", "custom_op_db")
+# the OpInfo lists a sweep can take: common_methods_invocations' own, and the custom autograd.Functions, custom ops
+# (torch.library) and higher-order ops (cond, map, ...) PyTorch's functorch and dynamo tests run (modules of their own
+# in torch.testing._internal)
+DBS = ("op_db", "python_ref_db", "foreach", "autograd_function_db", "custom_op_db", "hop_db")
+CUSTOM_DBS = ("autograd_function_db", "custom_op_db", "hop_db")
 # autograd_function_db's sorts give a gradcheck_wrapper that takes their outputs, not the op: called as OpInfo calls
 # one, it raises in every tool; the ops of that list are called as they are
 UNWRAPPED_DBS = ("autograd_function_db",)
@@ -1156,8 +1157,9 @@ def main(argv: Iterable[str] | None = None) -> None:
     parser.add_argument("--db", choices=DBS, default="op_db",
                         help="the OpInfo list (default op_db; python_ref_db: the Python references torch._refs.*, "
                              "the same samples through other code, taken where the torch op has autograd; foreach: "
-                             "the torch._foreach_* ops, lists of tensors; autograd_function_db and custom_op_db: "
-                             "the custom autograd.Functions and torch.library ops of PyTorch's functorch tests)")
+                             "the torch._foreach_* ops, lists of tensors; autograd_function_db, custom_op_db and "
+                             "hop_db: the custom autograd.Functions, torch.library ops and higher-order ops (cond, "
+                             "map) of PyTorch's functorch and dynamo tests)")
     parser.add_argument("--workers", type=int, default=1, metavar="W", help="worker processes (default 1)")
     parser.add_argument("--repeat", type=int, default=5, metavar="K",
                         help="calls per tool and case, interleaved across the tools; the time is their median "
