@@ -345,8 +345,8 @@ def computed_in(outs: Sequence[Any], leaves: Sequence[Any], eps: float) -> list[
     autograd graph computes in on its way from the checked *leaves* to that output, with the name of a node that
     does, or None. A float64 function that casts part of its work to float32 (``h.float()``, a float32 model run as
     model.double() with its RMSNorm in float32) is a staircase at float32's steps, whatever dtype it returns. Only
-    nodes on a path from a checked input count, and of a node only the outputs the path takes: a float32 parameter
-    that requires grad, a branch that does not depend on the inputs, or a node's non-differentiable output does not
+    nodes on a path from a checked input count: a float32 parameter that requires grad, a branch that does not
+    depend on the inputs, or a node's non-differentiable output (its placeholder: :func:`produced` below) does not
     make the function float32. All None where the graph cannot be read."""
     import torch
 
@@ -360,19 +360,26 @@ def computed_in(outs: Sequence[Any], leaves: Sequence[Any], eps: float) -> list[
     # per node: reaches a checked leaf; the worst eps among the tensors on its paths to one, and its node
     memo: dict[int, tuple[bool, float, Any]] = {}
 
+    default = torch.get_default_dtype()
+
     def produced(node: Any, k: int) -> tuple[float, Any]:
-        """The eps of the floating tensor *node*'s forward produced as its output *k* (0.0 if none): only the
-        outputs on a path count. A node's other outputs may be non-differentiable (an autograd.Function's
-        indices, marked non-differentiable, or a custom op's integer outputs): their entries are placeholders,
-        float32 scalars, which made a float64 sort read as computed in float32 (inconclusive where gradcheck
-        passes, on PyTorch's custom_op_db)."""
-        metas = node._input_metadata
-        if not 0 <= k < len(metas):
-            return 0.0, None
-        dtype = _real_dtype(torch, metas[k].dtype)
-        if dtype.is_floating_point:
-            return torch.finfo(dtype).eps, (dtype, node.name())
-        return 0.0, None
+        """The least precise floating dtype among what *node*'s forward produced (its eps, 0.0 if none, and where): its
+        output *k*, the one the path takes, and every other output autograd has real metadata for. A
+        non-differentiable output (indices marked so in an autograd.Function, a custom op's integer or Python
+        outputs) has a placeholder there, a 0-dim tensor of the default dtype, which, counted, made a float64
+        sort read as computed in float32 (inconclusive where gradcheck passes: custom_op_db's
+        NumpySortCustomOp). A real output off the path still counts: a Function whose forward works in float32
+        and returns that intermediate beside a float64 result built from it looks, on the graph, like one
+        returning an unused x.float() beside float64 work, and only the first is judged on float64 evidence
+        wrongly (its right backward FAILED)."""
+        worst, where = 0.0, None
+        for i, meta in enumerate(node._input_metadata):
+            if i != k and meta.dtype == default and not len(meta.shape):  # a placeholder, off the path
+                continue
+            dtype = _real_dtype(torch, meta.dtype)
+            if dtype.is_floating_point and torch.finfo(dtype).eps > worst:
+                worst, where = torch.finfo(dtype).eps, (dtype, node.name())
+        return worst, where
 
     def visit(root: Any) -> tuple[bool, float, Any]:
         stack = [(root, False)]
