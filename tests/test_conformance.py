@@ -316,6 +316,47 @@ def test_hardsigmoid_float64_backward_rounds_its_one_sixth_through_float32():
     assert worst.observed == pytest.approx(float(torch.tensor(1 / 6, dtype=torch.float32)), rel=1e-12)
 
 
+def _lrn_reference(x, size, alpha, beta, k):
+    """Cross-channel LRN in plain differentiable ops: out_c = x_c (k + alpha / size * sum of x_c'^2 over c' from
+    c - (size - 1) // 2 to c + size // 2)^-beta (torch.nn.CrossMapLRN2d's forward, to the bit on these inputs)."""
+    channels = x.shape[1]
+    square = x * x
+    outs = []
+    for c in range(channels):
+        low, high = max(0, c - (size - 1) // 2), min(channels - 1, c + size // 2)
+        outs.append(x[:, c] * (k + alpha / size * square[:, low:high + 1].sum(1)) ** (-beta))
+    return torch.stack(outs, 1)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_crossmaplrn2d_hand_written_backward_drops_a_cross_channel_term_and_fails(mode):
+    """torch.nn.CrossMapLRN2d (a custom autograd Function with its own backward; common_nn's entry, size 5, alpha
+    5e-3, beta 1e-3, k 2, three channels) gives 0 for the derivative of output channel 2 by input channel 0, which
+    its forward's window holds: about -2 beta alpha / size x_0 x_2 (k + ...)^(-beta - 1), of order 1e-6 here, below
+    gradcheck's atol of 1e-5 (it passes). The reference (the same forward in plain ops, autograd's backward of it)
+    says where the Jacobians differ; gradaudit fails those entries, and only those, in full mode."""
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 2, 2, dtype=F64)
+    module = torch.nn.CrossMapLRN2d(5, 0.005, 0.001, 2).double()
+    assert torch.equal(module(x), _lrn_reference(x, 5, 0.005, 0.001, 2.0))
+    given = torch.autograd.functional.jacobian(module, x).reshape(12, 12)
+    exact = torch.autograd.functional.jacobian(lambda t: _lrn_reference(t, 5, 0.005, 0.001, 2.0), x).reshape(12, 12)
+    wrong = {(int(r), int(c)) for r, c in ((given - exact).abs() > 1e-9 * exact.abs().max()).nonzero()}
+    assert wrong and all(r // 4 == 2 and c // 4 == 0 or r // 4 == 0 and c // 4 == 2 for r, c in wrong)
+    assert torch.autograd.gradcheck(module, (x.clone().requires_grad_(),))
+    res = ga.check(module, (x.clone().requires_grad_(),), mode=mode)
+    assert res.verdict == "fail", res.report()
+    if mode == "full":
+        flat = {(int(torch.tensor(m.output_element).dot(torch.tensor([12, 4, 2, 1]))),
+                 int(torch.tensor(m.element).dot(torch.tensor([12, 4, 2, 1])))) for m in res.mismatches
+                if m.verdict == "fail"}
+        assert flat == wrong, res.report()
+        for m in res.mismatches:
+            row = int(torch.tensor(m.output_element).dot(torch.tensor([12, 4, 2, 1])))
+            col = int(torch.tensor(m.element).dot(torch.tensor([12, 4, 2, 1])))
+            assert m.reference == pytest.approx(float(exact[row, col]), rel=1e-6)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_celu_float64_backward_for_an_alpha_not_held_exactly_in_float32_is_off_and_fails(mode):
     """celu(x) = alpha (exp(x / alpha) - 1) for x < 0, derivative exp(x / alpha). torch's float64 forward is right

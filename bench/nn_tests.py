@@ -1,0 +1,184 @@
+"""Conformance on PyTorch's older NN test lists (``torch.testing._internal.common_nn``): gradcheck against ``ga.check``.
+
+Cases: ``module_tests`` and ``get_new_module_tests()`` (run by test_nn.py as ``NewModuleTest``) and
+``criterion_tests`` (``CriterionTest``), built as test_nn.py builds them: float64 default dtype (test_nn.py sets
+it), a dict without a ``constructor`` taking ``getattr(nn, module_name)``, the module made from its
+``constructor_args`` and its input from ``input``, ``input_fn`` or ``input_size`` (floating tensors require grad),
+a criterion's target fixed. The checked tensors are the forward's inputs and the module's parameters together, as
+``NewModuleTest._check_gradients`` passes them: gradcheck (slow mode, defaults) on the module's own parameters,
+which it perturbs in place; ``ga.check`` in auto and directional mode on the same function with the parameters
+passed in (``torch.func.functional_call``, the buffers copied per call: gradaudit works on copies). Left out, as
+test_nn.py leaves them out of gradcheck: ``has_sparse_gradients`` (a sparse weight gradient), ``skip_double``,
+``test_cpu=False`` and ``check_forward_only``. Verdicts only: a per-call time cap (``--cap``), no timing.
+
+    python bench/nn_tests.py --out nn_tests.jsonl            # every entry (about 5 minutes on one core)
+    python bench/nn_tests.py --names Conv2d_groups,L1Loss_no_batch_dim_mean,CrossMapLRN2d
+
+It prints the verdict table and every case where a verdict differs between the tools or the modes. These
+lists are older than ModuleInfo (``bench/modules.py``) and hold other configurations of the same modules
+(padding modes, groups, dilation, reductions, losses with weights) that PyTorch's own tests gradcheck.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def entries() -> list[tuple[str, str, dict[str, Any]]]:
+    """(name, kind, the test's dict) for every entry: kind "module" or "criterion"."""
+    from torch.testing._internal import common_nn as cn
+
+    out: list[tuple[str, str, dict[str, Any]]] = []
+    for kind, tests in (("module", list(cn.module_tests) + list(cn.get_new_module_tests())),
+                        ("criterion", list(cn.criterion_tests))):
+        for params in tests:
+            params = dict(params)
+            if "constructor" not in params:
+                params["constructor"] = getattr(__import__("torch").nn, params.pop("module_name"))
+            else:
+                params.pop("module_name", None)
+            name = params.get("fullname") or (params["constructor"].__name__
+                                              + (f"_{params['desc']}" if params.get("desc") else ""))
+            out.append((name, kind, params))
+    return out
+
+
+def check_case(kind: str, params: dict[str, Any], max_n: int, cap: int) -> dict[str, Any]:
+    import torch
+    import torch.utils._pytree as pytree
+    from modules import _timed
+    from torch.testing._internal import common_nn as cn
+    from torch.testing._internal.common_utils import freeze_rng_state, set_default_dtype
+
+    import gradaudit as ga
+
+    skip = [k for k in ("has_sparse_gradients", "skip_double", "check_forward_only") if params.get(k)]
+    if params.get("test_cpu") is False:
+        skip.append("test_cpu=False")
+    if skip:
+        return {"skipped": ", ".join(skip)}
+    with set_default_dtype(torch.float64):
+        test = (cn.NewModuleTest if kind == "module" else cn.CriterionTest)(**params)
+        m = test.constructor(*test.constructor_args)
+        raw = test._get_input()
+        target = test._get_target() if kind == "criterion" else None
+        extra = tuple(test.extra_args) if kind == "criterion" else ()
+    inputs = raw if isinstance(raw, tuple) else (raw,)
+    params_ = tuple(m.parameters())
+    flat, spec = pytree.tree_flatten(tuple(inputs) + params_)
+    count = len(inputs)
+
+    def call(module_args: tuple[Any, ...]) -> Any:
+        return m(*module_args) if kind == "module" else m(*module_args, target, *extra)
+
+    def with_own_parameters(*values: Any) -> Any:  # NewModuleTest's function: gradcheck perturbs them in place
+        parts = pytree.tree_unflatten(list(values), spec)
+        with freeze_rng_state():
+            return pytree.tree_leaves(call(tuple(parts[:count])))
+
+    names = [n for n, _ in m.named_parameters()]
+    buffers = dict(m.named_buffers())
+
+    def with_parameters_passed(*values: Any) -> Any:
+        parts = pytree.tree_unflatten(list(values), spec)
+        state = {**{n: b.clone() for n, b in buffers.items()}, **dict(zip(names, parts[count:]))}
+        args = tuple(parts[:count]) if kind == "module" else (*parts[:count], target, *extra)
+        return pytree.tree_leaves(torch.func.functional_call(m, state, args))
+
+    n = sum(t.numel() for t in flat if isinstance(t, torch.Tensor) and t.requires_grad)
+    rec: dict[str, Any] = {"n": n}
+    if not n:
+        rec["skipped"] = "nothing requires grad"
+        return rec
+    if n > max_n:
+        rec["skipped"] = f"N = {n} > --max-n {max_n}"
+        return rec
+    state = {k: v.clone() for k, v in m.state_dict().items()}
+    ok, _, err = _timed(lambda: torch.autograd.gradcheck(with_own_parameters, flat), cap)
+    rec["gradcheck"] = "pass" if ok is True else "fail" if err and "Jacobian mismatch" in err else str(ok)
+    if err:
+        rec["gradcheck_says"] = err[:300]
+    m.load_state_dict(state)
+    for mode in ("auto", "directional"):
+        xs = tuple(x.detach().clone().requires_grad_(x.requires_grad) if isinstance(x, torch.Tensor) else x
+                   for x in flat)
+        res, _, err = _timed(lambda: ga.check(with_parameters_passed, xs, mode=mode), cap)  # noqa: B023
+        rec[mode] = res if isinstance(res, str) else str(res.verdict)
+        if rec[mode] != "pass":
+            said = [] if isinstance(res, str) else [f"'{r.input}': {r.reason}" for r in res.records
+                                                     if r.verdict != "pass"]
+            rec[mode + "_says"] = (err or "") if isinstance(res, str) else "; ".join(said)[:300]
+    return rec
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--names", default=None, help="comma-separated test names (default: all)")
+    parser.add_argument("--max-n", type=int, default=3000, help="skip cases with more checked elements")
+    parser.add_argument("--cap", type=int, default=120, help="seconds per tool call (default 120)")
+    parser.add_argument("--out", default=None, help="JSON Lines of the cases (optional)")
+    parser.add_argument("--seed", type=int, default=0, help="torch seed before each entry (default 0)")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with warnings.catch_warnings(), torch.random.fork_rng():  # the caller's random state is left as it was
+            warnings.simplefilter("ignore")  # the lists warn (deprecated arguments): not ours to show
+            every = entries()
+            wanted = None if args.names is None else {s.strip() for s in args.names.split(",") if s.strip()}
+            chosen = [e for e in every if wanted is None or e[0] in wanted]
+            if not chosen:
+                print(f"error: no common_nn test named {args.names!r} (expected names such as Conv2d_groups or "
+                      "L1Loss_no_batch_dim_mean; leave --names out for every one)", file=sys.stderr)
+                return 2
+            rows = []
+            sink = open(args.out, "w") if args.out else None
+            try:
+                for name, kind, params in chosen:
+                    torch.manual_seed(args.seed)  # the same inputs for an entry whatever else runs
+                    rec: dict[str, Any] = {"name": name, "kind": kind}
+                    try:
+                        rec.update(check_case(kind, params, args.max_n, args.cap))
+                    except Exception as exc:  # noqa: BLE001 - the harness could not build the case
+                        rec["build_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+                    rows.append(rec)
+                    if sink:
+                        sink.write(json.dumps(rec) + "\n")
+                        sink.flush()
+            finally:
+                if sink:
+                    sink.close()
+    finally:
+        torch.set_num_threads(threads)
+    checked = [r for r in rows if "gradcheck" in r]
+    skipped = collections.Counter(r.get("skipped") or ("not built" if "build_error" in r else "")
+                                  for r in rows if "gradcheck" not in r)
+    print(f"{len(rows)} entries; {len(checked)} checked; left out: "
+          + (", ".join(f"{why} {k}" for why, k in skipped.most_common()) or "none") + "\n")
+    print("| gradcheck | ga auto | ga directional | cases |")
+    print("|---|---|---|---:|")
+    for key, count in collections.Counter((r["gradcheck"], r["auto"], r["directional"]) for r in checked).most_common():
+        print(f"| {' | '.join(key)} | {count} |")
+    odd = [r for r in checked if len({r["gradcheck"], r["auto"], r["directional"]}) > 1]
+    if odd:
+        print("\nCases where the verdicts differ:")
+        for r in odd:
+            says = r.get("auto_says") or r.get("directional_says") or r.get("gradcheck_says") or ""
+            print(f"- {r['name']} ({r['kind']}, N = {r['n']}): gradcheck {r['gradcheck']}, auto {r['auto']}, "
+                  f"directional {r['directional']}. {says}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
