@@ -342,7 +342,7 @@ def test_crossmaplrn2d_hand_written_backward_drops_a_cross_channel_term_and_fail
     given = torch.autograd.functional.jacobian(module, x).reshape(12, 12)
     exact = torch.autograd.functional.jacobian(lambda t: _lrn_reference(t, 5, 0.005, 0.001, 2.0), x).reshape(12, 12)
     wrong = {(int(r), int(c)) for r, c in ((given - exact).abs() > 1e-9 * exact.abs().max()).nonzero()}
-    assert wrong and all(r // 4 == 2 and c // 4 == 0 or r // 4 == 0 and c // 4 == 2 for r, c in wrong)
+    assert wrong and all(r // 4 == 2 and c // 4 == 0 for r, c in wrong)  # output channel 2, input channel 0
     assert torch.autograd.gradcheck(module, (x.clone().requires_grad_(),))
     res = ga.check(module, (x.clone().requires_grad_(),), mode=mode)
     assert res.verdict == "fail", res.report()
