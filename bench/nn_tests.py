@@ -9,10 +9,14 @@ a criterion's target fixed. The checked tensors are the forward's inputs and the
 which it perturbs in place; ``ga.check`` in auto and directional mode on the same function with the parameters
 passed in (``torch.func.functional_call``, the buffers copied per call: gradaudit works on copies). Left out, as
 test_nn.py leaves them out of gradcheck: ``has_sparse_gradients`` (a sparse weight gradient), ``skip_double``,
-``test_cpu=False`` and ``check_forward_only``. Verdicts only: a per-call time cap (``--cap``), no timing.
+``test_cpu=False`` and ``check_forward_only``. ``--order 2``: ``torch.autograd.gradgradcheck`` against the
+double-backward records of ``ga.check(..., order=2)`` on the entries test_nn.py gradgradchecks (those with
+``check_gradgrad=False`` left out; the anchor's verdict stays under the key ``gradcheck``). Verdicts only: a
+per-call time cap (``--cap``), no timing.
 
     python bench/nn_tests.py --out nn_tests.jsonl            # every entry (about 5 minutes on one core)
     python bench/nn_tests.py --names Conv2d_groups,L1Loss_no_batch_dim_mean,CrossMapLRN2d
+    python bench/nn_tests.py --order 2 --out nn_tests_order2.jsonl   # the double backward against gradgradcheck
 
 It prints the verdict table and every case where a verdict differs between the tools or the modes. These
 lists are older than ModuleInfo (``bench/modules.py``) and hold other configurations of the same modules
@@ -51,7 +55,7 @@ def entries() -> list[tuple[str, str, dict[str, Any]]]:
     return out
 
 
-def check_case(kind: str, params: dict[str, Any], max_n: int, cap: int) -> dict[str, Any]:
+def check_case(kind: str, params: dict[str, Any], max_n: int, cap: int, order: int = 1) -> dict[str, Any]:
     import torch
     import torch.utils._pytree as pytree
     from modules import _timed
@@ -63,6 +67,8 @@ def check_case(kind: str, params: dict[str, Any], max_n: int, cap: int) -> dict[
     skip = [k for k in ("has_sparse_gradients", "skip_double", "check_forward_only") if params.get(k)]
     if params.get("test_cpu") is False:
         skip.append("test_cpu=False")
+    if order == 2 and params.get("check_gradgrad") is False:
+        skip.append("check_gradgrad=False")
     if skip:
         return {"skipped": ", ".join(skip)}
     with set_default_dtype(torch.float64):
@@ -102,7 +108,8 @@ def check_case(kind: str, params: dict[str, Any], max_n: int, cap: int) -> dict[
         rec["skipped"] = f"N = {n} > --max-n {max_n}"
         return rec
     state = {k: v.clone() for k, v in m.state_dict().items()}
-    ok, _, err = _timed(lambda: torch.autograd.gradcheck(with_own_parameters, flat), cap)
+    anchor = torch.autograd.gradcheck if order == 1 else torch.autograd.gradgradcheck
+    ok, _, err = _timed(lambda: anchor(with_own_parameters, flat), cap)
     rec["gradcheck"] = "pass" if ok is True else "fail" if err and "Jacobian mismatch" in err else str(ok)
     if err:
         rec["gradcheck_says"] = err[:300]
@@ -110,11 +117,16 @@ def check_case(kind: str, params: dict[str, Any], max_n: int, cap: int) -> dict[
     for mode in ("auto", "directional"):
         xs = tuple(x.detach().clone().requires_grad_(x.requires_grad) if isinstance(x, torch.Tensor) else x
                    for x in flat)
-        res, _, err = _timed(lambda: ga.check(with_parameters_passed, xs, mode=mode), cap)  # noqa: B023
-        rec[mode] = res if isinstance(res, str) else str(res.verdict)
+        res, _, err = _timed(lambda: ga.check(with_parameters_passed, xs, mode=mode, order=order), cap)  # noqa: B023
+        # order 2: the double-backward records' verdict (fail if one fails, else inconclusive if one is), as
+        # bench/opinfo_higher.py reads it against gradgradcheck
+        records = [] if isinstance(res, str) else [r for r in res.records
+                                                   if order == 1 or r.method == "double backward"]
+        verdicts = {r.verdict for r in records}
+        rec[mode] = (res if isinstance(res, str) else "error" if res.verdict == "error" or not records
+                     else next((v for v in ("fail", "inconclusive") if v in verdicts), "pass"))
         if rec[mode] != "pass":
-            said = [] if isinstance(res, str) else [f"'{r.input}': {r.reason}" for r in res.records
-                                                     if r.verdict != "pass"]
+            said = [f"'{r.input}': {r.reason}" for r in records if r.verdict != "pass"]
             rec[mode + "_says"] = (err or "") if isinstance(res, str) else "; ".join(said)[:300]
     return rec
 
@@ -126,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cap", type=int, default=120, help="seconds per tool call (default 120)")
     parser.add_argument("--out", default=None, help="JSON Lines of the cases (optional)")
     parser.add_argument("--seed", type=int, default=0, help="torch seed before each entry (default 0)")
+    parser.add_argument("--order", type=int, choices=(1, 2), default=1,
+                        help="2: ga.check(order=2)'s double-backward records against gradgradcheck, on the entries "
+                             "test_nn.py gradgradchecks (default 1: the backward against gradcheck)")
     args = parser.parse_args(argv)
 
     import torch
@@ -149,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                     torch.manual_seed(args.seed)  # the same inputs for an entry whatever else runs
                     rec: dict[str, Any] = {"name": name, "kind": kind}
                     try:
-                        rec.update(check_case(kind, params, args.max_n, args.cap))
+                        rec.update(check_case(kind, params, args.max_n, args.cap, args.order))
                     except Exception as exc:  # noqa: BLE001 - the harness could not build the case
                         rec["build_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
                     rows.append(rec)
@@ -166,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
                                   for r in rows if "gradcheck" not in r)
     print(f"{len(rows)} entries; {len(checked)} checked; left out: "
           + (", ".join(f"{why} {k}" for why, k in skipped.most_common()) or "none") + "\n")
-    print("| gradcheck | ga auto | ga directional | cases |")
+    print(f"| {'gradcheck' if args.order == 1 else 'gradgradcheck'} | ga auto | ga directional | cases |")
     print("|---|---|---|---:|")
     for key, count in collections.Counter((r["gradcheck"], r["auto"], r["directional"]) for r in checked).most_common():
         print(f"| {' | '.join(key)} | {count} |")
