@@ -11,12 +11,16 @@ passed in (``torch.func.functional_call``, the buffers copied per call: gradaudi
 test_nn.py leaves them out of gradcheck: ``has_sparse_gradients`` (a sparse weight gradient), ``skip_double``,
 ``test_cpu=False`` and ``check_forward_only``. ``--order 2``: ``torch.autograd.gradgradcheck`` against the
 double-backward records of ``ga.check(..., order=2)`` on the entries test_nn.py gradgradchecks (those with
-``check_gradgrad=False`` left out; the anchor's verdict stays under the key ``gradcheck``). Verdicts only: a
+``check_gradgrad=False`` left out; the anchor's verdict stays under the key ``gradcheck``). ``--api check_module``:
+``ga.check_module(module, args)`` on the parameters alone, the inputs fixed, against gradcheck of the same
+parameters, and whether it left the module (parameters, buffers, ``requires_grad`` and ``.grad``, training flags,
+plain attributes), the inputs and torch's, Python's and NumPy's random states as it found them. Verdicts only: a
 per-call time cap (``--cap``), no timing.
 
     python bench/nn_tests.py --out nn_tests.jsonl            # every entry (about 5 minutes on one core)
     python bench/nn_tests.py --names Conv2d_groups,L1Loss_no_batch_dim_mean,CrossMapLRN2d
     python bench/nn_tests.py --order 2 --out nn_tests_order2.jsonl   # the double backward against gradgradcheck
+    python bench/nn_tests.py --api check_module                      # ga.check_module, and the caller's world
 
 It prints the verdict table and every case where a verdict differs between the tools or the modes. These
 lists are older than ModuleInfo (``bench/modules.py``) and hold other configurations of the same modules
@@ -55,28 +59,43 @@ def entries() -> list[tuple[str, str, dict[str, Any]]]:
     return out
 
 
-def check_case(kind: str, params: dict[str, Any], max_n: int, cap: int, order: int = 1) -> dict[str, Any]:
-    import torch
-    import torch.utils._pytree as pytree
-    from modules import _timed
-    from torch.testing._internal import common_nn as cn
-    from torch.testing._internal.common_utils import freeze_rng_state, set_default_dtype
-
-    import gradaudit as ga
-
+def _skipped(params: dict[str, Any], order: int) -> str:
+    """Why test_nn.py leaves an entry out of gradcheck (or gradgradcheck, *order* 2), '' if it does not."""
     skip = [k for k in ("has_sparse_gradients", "skip_double", "check_forward_only") if params.get(k)]
     if params.get("test_cpu") is False:
         skip.append("test_cpu=False")
     if order == 2 and params.get("check_gradgrad") is False:
         skip.append("check_gradgrad=False")
-    if skip:
-        return {"skipped": ", ".join(skip)}
+    return ", ".join(skip)
+
+
+def _build(kind: str, params: dict[str, Any]) -> tuple[Any, Any, Any, tuple[Any, ...]]:
+    """(module, input, target, extra_args) as test_nn.py builds them, in float64 (target None for a module)."""
+    import torch
+    from torch.testing._internal import common_nn as cn
+    from torch.testing._internal.common_utils import set_default_dtype
+
     with set_default_dtype(torch.float64):
         test = (cn.NewModuleTest if kind == "module" else cn.CriterionTest)(**params)
         m = test.constructor(*test.constructor_args)
         raw = test._get_input()
         target = test._get_target() if kind == "criterion" else None
         extra = tuple(test.extra_args) if kind == "criterion" else ()
+    return m, raw, target, extra
+
+
+def check_case(kind: str, params: dict[str, Any], max_n: int, cap: int, order: int = 1) -> dict[str, Any]:
+    import torch
+    import torch.utils._pytree as pytree
+    from modules import _timed
+    from torch.testing._internal.common_utils import freeze_rng_state
+
+    import gradaudit as ga
+
+    skip = _skipped(params, order)
+    if skip:
+        return {"skipped": skip}
+    m, raw, target, extra = _build(kind, params)
     inputs = raw if isinstance(raw, tuple) else (raw,)
     params_ = tuple(m.parameters())
     flat, spec = pytree.tree_flatten(tuple(inputs) + params_)
@@ -131,6 +150,96 @@ def check_case(kind: str, params: dict[str, Any], max_n: int, cap: int, order: i
     return rec
 
 
+def _world(m: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """What check_module must leave as it found it: the module's state (parameters and buffers: values, dtypes,
+    devices), its parameters' requires_grad and .grad, its training flag and plain attributes, the inputs, and
+    torch's, Python's and NumPy's random states."""
+    import random
+
+    import numpy as np
+    import torch
+    import torch.utils._pytree as pytree
+
+    return ({k: (v.dtype, v.device, v.detach().clone()) for k, v in m.state_dict(keep_vars=True).items()},
+            {n: (p.requires_grad, None if p.grad is None else p.grad.clone()) for n, p in m.named_parameters()},
+            [(n, mod.training, sorted(k for k in vars(mod) if not k.startswith("_"))) for n, mod in m.named_modules()],
+            [x.detach().clone() for x in pytree.tree_leaves(args) if isinstance(x, torch.Tensor)],
+            torch.get_rng_state(), random.getstate(), np.random.get_state()[1].copy())
+
+
+def _changed(before: tuple[Any, ...], after: tuple[Any, ...]) -> list[str]:
+    import numpy as np
+    import torch
+
+    said = []
+    state, state_after = before[0], after[0]
+    if state.keys() != state_after.keys():
+        said.append("the state's keys")
+    said += [f"'{k}'" for k, (d, dev, v) in state.items() if k in state_after
+             and (state_after[k][:2] != (d, dev) or not torch.equal(state_after[k][2], v))]
+    grads = [n for n, (r, g) in before[1].items() if after[1][n][0] != r
+             or (g is None) != (after[1][n][1] is None) or (g is not None and not torch.equal(g, after[1][n][1]))]
+    said += [f"requires_grad or .grad of '{n}'" for n in grads]
+    if before[2] != after[2]:
+        said.append("a module's training flag or plain attributes")
+    if any(not torch.equal(a, b) for a, b in zip(before[3], after[3])):
+        said.append("an input")
+    if not torch.equal(before[4], after[4]) or before[5] != after[5] or not np.array_equal(before[6], after[6]):
+        said.append("a random state")
+    return said
+
+
+def check_module_case(kind: str, params: dict[str, Any], max_n: int, cap: int) -> dict[str, Any]:
+    """``ga.check_module(module, args)`` (the parameters checked, the inputs fixed) against gradcheck of the same
+    parameters, and whether the module, the inputs and the random states are as they were after it."""
+    import torch
+    import torch.utils._pytree as pytree
+    from modules import _timed
+    from torch.testing._internal.common_utils import freeze_rng_state
+
+    import gradaudit as ga
+
+    skip = _skipped(params, 1)
+    if skip:
+        return {"skipped": skip}
+    m, raw, target, extra = _build(kind, params)
+    given = raw if isinstance(raw, tuple) else (raw,)
+    inputs = tuple(x.detach() if isinstance(x, torch.Tensor) else x for x in given)
+    args = inputs if kind == "module" else (*inputs, target, *extra)
+    checked = tuple(p for p in m.parameters() if p.requires_grad)
+    n = sum(p.numel() for p in checked)
+    rec: dict[str, Any] = {"n": n}
+    if not n:
+        rec["skipped"] = "no parameter requires grad"
+        return rec
+    if n > max_n:
+        rec["skipped"] = f"N = {n} > --max-n {max_n}"
+        return rec
+
+    def with_own_parameters(*_: Any) -> Any:  # gradcheck perturbs the parameters in place
+        with freeze_rng_state():
+            return pytree.tree_leaves(m(*args))
+
+    state = {k: v.clone() for k, v in m.state_dict().items()}
+    ok, _, err = _timed(lambda: torch.autograd.gradcheck(with_own_parameters, checked), cap)
+    rec["gradcheck"] = "pass" if ok is True else "fail" if err and "Jacobian mismatch" in err else str(ok)
+    if err:
+        rec["gradcheck_says"] = err[:300]
+    m.load_state_dict(state)
+    for mode in ("auto", "directional"):
+        before = _world(m, args)
+        res, _, err = _timed(lambda: ga.check_module(m, args, mode=mode), cap)  # noqa: B023
+        rec[mode] = res if isinstance(res, str) else str(res.verdict)
+        changed = _changed(before, _world(m, args))
+        if changed:
+            rec[mode + "_changed"] = changed
+        if rec[mode] != "pass":
+            said = [] if isinstance(res, str) else [f"'{r.input}': {r.reason}" for r in res.records
+                                                     if r.verdict != "pass"]
+            rec[mode + "_says"] = (err or "") if isinstance(res, str) else "; ".join(said)[:300]
+    return rec
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--names", default=None, help="comma-separated test names (default: all)")
@@ -138,6 +247,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cap", type=int, default=120, help="seconds per tool call (default 120)")
     parser.add_argument("--out", default=None, help="JSON Lines of the cases (optional)")
     parser.add_argument("--seed", type=int, default=0, help="torch seed before each entry (default 0)")
+    parser.add_argument("--api", choices=("check", "check_module"), default="check",
+                        help="check_module: ga.check_module on the parameters alone (the inputs fixed) against "
+                             "gradcheck of them, and whether it left the module, the inputs and the random states "
+                             "as it found them (default check: inputs and parameters together)")
     parser.add_argument("--order", type=int, choices=(1, 2), default=1,
                         help="2: ga.check(order=2)'s double-backward records against gradgradcheck, on the entries "
                              "test_nn.py gradgradchecks (default 1: the backward against gradcheck)")
@@ -164,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
                     torch.manual_seed(args.seed)  # the same inputs for an entry whatever else runs
                     rec: dict[str, Any] = {"name": name, "kind": kind}
                     try:
-                        rec.update(check_case(kind, params, args.max_n, args.cap, args.order))
+                        rec.update(check_case(kind, params, args.max_n, args.cap, args.order)
+                                   if args.api == "check" else check_module_case(kind, params, args.max_n, args.cap))
                     except Exception as exc:  # noqa: BLE001 - the harness could not build the case
                         rec["build_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
                     rows.append(rec)
@@ -192,6 +306,12 @@ def main(argv: list[str] | None = None) -> int:
             says = r.get("auto_says") or r.get("directional_says") or r.get("gradcheck_says") or ""
             print(f"- {r['name']} ({r['kind']}, N = {r['n']}): gradcheck {r['gradcheck']}, auto {r['auto']}, "
                   f"directional {r['directional']}. {says}")
+    if args.api == "check_module":
+        moved = [r for r in checked if r.get("auto_changed") or r.get("directional_changed")]
+        print(f"\ncheck_module left the module, the inputs and the random states as it found them in "
+              f"{len(checked) - len(moved)} of {len(checked)} cases" + (":" if moved else "."))
+        for r in moved:
+            print(f"- {r['name']}: changed {', '.join(r.get('auto_changed', []) + r.get('directional_changed', []))}")
     return 0
 
 

@@ -26,3 +26,26 @@ def test_the_nn_test_sweep_runs_and_finds_crossmaplrn2d(tmp_path, capsys, bench_
     assert "| pass | pass | pass | 2 |" in printed and "CrossMapLRN2d (module, N = 216)" in printed
     assert torch.get_num_threads() == threads
     assert main(["--names", "NoSuchTest"]) == 2
+
+
+def test_the_check_module_sweep_compares_and_watches_the_callers_world(tmp_path, capsys, bench_script):
+    out = tmp_path / "nn_module.jsonl"
+    bench = bench_script("nn_tests")
+    assert bench.main(["--api", "check_module", "--names", "Linear,Conv1d_groups,Flatten", "--out", str(out)]) == 0
+    rows = {r["name"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert rows["Flatten"]["skipped"] == "no parameter requires grad"
+    for name in ("Linear", "Conv1d_groups"):
+        r = rows[name]
+        assert (r["gradcheck"], r["auto"], r["directional"]) == ("pass",) * 3, r
+        assert "auto_changed" not in r and "directional_changed" not in r, r
+    assert "as it found them in 2 of 2 cases." in capsys.readouterr().out
+    # the watch sees what it is there to see: a buffer moved, a parameter's .grad set, a draw from torch's generator
+    module = torch.nn.BatchNorm1d(3).double()
+    args = (torch.randn(4, 3, dtype=torch.float64),)
+    before = bench._world(module, args)
+    module(*args)  # train mode: the running statistics move
+    module.weight.grad = torch.ones(3, dtype=torch.float64)
+    torch.rand(1)
+    changed = bench._changed(before, bench._world(module, args))
+    assert "'running_mean'" in changed and "'num_batches_tracked'" in changed, changed
+    assert "requires_grad or .grad of 'weight'" in changed and "a random state" in changed, changed
