@@ -4,11 +4,14 @@ Each module input (float64, CPU, eval and train mode) is checked as PyTorch's ``
 builds it: the forward's tensor arguments and the module's parameters together, gradcheck (slow mode)
 on the module's own parameters (it perturbs them in place), ``ga.check`` in auto and directional mode on
 the same function with the parameters passed in (``torch.func.functional_call``, fresh copies of the
-buffers per call: gradaudit works on copies). Verdicts only: a per-call time cap (``--cap``), no timing
-is reported.
+buffers per call: gradaudit works on copies). ``--api check_module``: ``ga.check_module`` on the parameters
+alone, the forward's inputs fixed, against gradcheck of them, and whether it left the module, the inputs and the
+random states as it found them (``bench/nn_tests.py``'s watch). Verdicts only: a per-call time cap (``--cap``), no
+timing is reported.
 
     python bench/modules.py --out modules.jsonl            # every module, 4 inputs each (10-13 minutes)
     python bench/modules.py --modules nn.LPPool1d,nn.Linear --inputs 2
+    python bench/modules.py --api check_module --out modules_cm.jsonl   # ga.check_module, and the caller's world
 
 It prints the verdict table and every case where a verdict differs between the tools or the modes.
 Modules whose ``test_grad`` ModuleInfo skips or expects to fail are marked.
@@ -23,7 +26,10 @@ import signal
 import sys
 import time
 import warnings
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 class Timeout(Exception):
@@ -115,6 +121,59 @@ def check_case(info: Any, mod_in: Any, training: bool, max_n: int, cap: int) -> 
     return rec
 
 
+def check_module_case(info: Any, mod_in: Any, training: bool, max_n: int, cap: int) -> dict[str, Any]:
+    """``ga.check_module(module, args, kwargs=...)`` (the parameters checked, the forward's inputs fixed) against
+    gradcheck of the same parameters, and whether it left the module, the inputs and the random states as it found
+    them (bench/nn_tests.py's watch)."""
+    import torch
+    import torch.utils._pytree as pytree
+    from nn_tests import _changed, _world
+    from torch.testing._internal.common_utils import freeze_rng_state
+
+    import gradaudit as ga
+
+    cargs, ckw = mod_in.constructor_input.args, mod_in.constructor_input.kwargs
+    m = info.module_cls(*cargs, **ckw).to("cpu").to(torch.float64)
+    m.train(training)
+    detach = (lambda t: t.detach())  # noqa: E731 - the forward's inputs are fixed here
+    args = pytree.tree_map_only(torch.Tensor, detach, tuple(mod_in.forward_input.args))
+    kwargs = pytree.tree_map_only(torch.Tensor, detach, dict(mod_in.forward_input.kwargs))
+    if issubclass(info.module_cls, torch.nn.modules.lazy.LazyModuleMixin):
+        with torch.no_grad():
+            m(*args, **kwargs)
+    checked = tuple(p for p in m.parameters() if p.requires_grad)
+    n = sum(p.numel() for p in checked)
+    rec: dict[str, Any] = {"n": n}
+    if not n:
+        rec["skipped"] = "no parameter requires grad"
+        return rec
+    if n > max_n:
+        rec["skipped"] = f"N = {n} > --max-n {max_n}"
+        return rec
+
+    def with_own_parameters(*_: Any) -> Any:  # gradcheck perturbs the parameters in place
+        with freeze_rng_state():
+            return pytree.tree_leaves(m(*args, **kwargs))
+
+    state = {k: v.clone() for k, v in m.state_dict().items()}
+    ok, _, err = _timed(lambda: torch.autograd.gradcheck(with_own_parameters, checked,
+                                                         nondet_tol=info.gradcheck_nondet_tol), cap)
+    rec["gradcheck"] = "pass" if ok is True else "fail" if err and "Jacobian mismatch" in err else str(ok)
+    m.load_state_dict(state)
+    for mode in ("auto", "directional"):
+        before = _world(m, (args, kwargs))
+        res, _, err = _timed(lambda: ga.check_module(m, args, kwargs=kwargs or None, mode=mode), cap)  # noqa: B023
+        rec[mode] = res if isinstance(res, str) else str(res.verdict)
+        changed = _changed(before, _world(m, (args, kwargs)))
+        if changed:
+            rec[mode + "_changed"] = changed
+        if rec[mode] != "pass":
+            said = [] if isinstance(res, str) else [f"'{r.input}': {r.reason}" for r in res.records
+                                                     if r.verdict != "pass"]
+            rec[mode + "_says"] = (err or "") if isinstance(res, str) else "; ".join(said)[:300]
+    return rec
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--modules", default=None, help="comma-separated ModuleInfo names (default: all)")
@@ -123,6 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cap", type=int, default=120, help="seconds per tool call (default 120)")
     parser.add_argument("--out", default=None, help="JSON Lines of the cases (optional)")
     parser.add_argument("--seed", type=int, default=0, help="torch seed for each module's inputs (default 0)")
+    parser.add_argument("--api", choices=("check", "check_module"), default="check",
+                        help="check_module: ga.check_module on the parameters alone (the inputs fixed) against "
+                             "gradcheck of them, and whether it left the module, the inputs and the random states "
+                             "as it found them (default check: inputs and parameters together)")
     args = parser.parse_args(argv)
 
     import torch
@@ -152,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
                             rec = {"module": info.name, "training": training, "index": index,
                                    "moduleinfo": _skips_grad(info)}
                             try:
-                                rec.update(check_case(info, mod_in, training, args.max_n, args.cap))
+                                rec.update(check_case(info, mod_in, training, args.max_n, args.cap)
+                                           if args.api == "check" else
+                                           check_module_case(info, mod_in, training, args.max_n, args.cap))
                             except Exception as exc:  # noqa: BLE001 - the harness could not build the case
                                 rec["build_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
                             rows.append(rec)
@@ -181,6 +246,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"- {r['module']} ({'train' if r['training'] else 'eval'}, input {r['index']}, N = {r['n']}"
                   f"{', ModuleInfo skips test_grad' if r['moduleinfo'] else ''}): gradcheck {r['gradcheck']}, "
                   f"auto {r['auto']}, directional {r['directional']}. {says}")
+    if args.api == "check_module":
+        moved = [r for r in checked if r.get("auto_changed") or r.get("directional_changed")]
+        print(f"\ncheck_module left the module, the inputs and the random states as it found them in "
+              f"{len(checked) - len(moved)} of {len(checked)} cases" + (":" if moved else "."))
+        for r in moved:
+            print(f"- {r['module']} ({'train' if r['training'] else 'eval'}, input {r['index']}): changed "
+                  f"{', '.join(r.get('auto_changed', []) + r.get('directional_changed', []))}")
     return 0
 
 
