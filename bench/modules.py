@@ -199,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
 
             wanted = None if args.modules is None else {s.strip() for s in args.modules.split(",") if s.strip()}
             chosen = [mi for mi in module_db if wanted is None or mi.name in wanted]
+            missing = sorted((wanted or set()) - {mi.name for mi in module_db})
+            if missing and chosen:
+                print(f"warning: no ModuleInfo named {', '.join(missing)}; checking the others", file=sys.stderr)
             if not chosen:
                 print(f"error: no ModuleInfo named {args.modules!r} (expected names such as nn.Linear)",
                       file=sys.stderr)

@@ -17,7 +17,7 @@ parameters, and whether it left the module (parameters, buffers, ``requires_grad
 plain attributes), the inputs and torch's, Python's and NumPy's random states as it found them. Verdicts only: a
 per-call time cap (``--cap``), no timing.
 
-    python bench/nn_tests.py --out nn_tests.jsonl            # every entry (about 5 minutes on one core)
+    python bench/nn_tests.py --out nn_tests.jsonl            # every entry (under a minute on one core)
     python bench/nn_tests.py --names Conv2d_groups,L1Loss_no_batch_dim_mean,CrossMapLRN2d
     python bench/nn_tests.py --order 2 --out nn_tests_order2.jsonl   # the double backward against gradgradcheck
     python bench/nn_tests.py --api check_module                      # ga.check_module, and the caller's world
@@ -150,41 +150,89 @@ def check_case(kind: str, params: dict[str, Any], max_n: int, cap: int, order: i
     return rec
 
 
-def _world(m: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
-    """What check_module must leave as it found it: the module's state (parameters and buffers: values, dtypes,
-    devices), its parameters' requires_grad and .grad, its training flag and plain attributes, the inputs, and
-    torch's, Python's and NumPy's random states."""
+HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks", "_state_dict_hooks",
+         "_load_state_dict_pre_hooks")  # a module's own hook dicts: one left registered is a change
+
+
+def _plain(value: Any) -> Any:
+    """A plain attribute's value where it compares by value (numbers, strings, tuples of them), else its type."""
+    if isinstance(value, (int, float, str, bool, type(None))):
+        return value
+    if isinstance(value, (tuple, list)) and all(isinstance(v, (int, float, str, bool, type(None))) for v in value):
+        return tuple(value)
+    return type(value).__name__
+
+
+def _world(m: Any, args: Any) -> dict[str, Any]:
+    """What check_module must leave as it found it. Per parameter and buffer (non-persistent ones too): the object
+    itself, its version counter (an in-place write, even of equal values, breaks a graph that saved it), dtype,
+    device, requires_grad, values and .grad; per module: the object, its training flag, its plain attributes'
+    values and its hook dicts' sizes; the inputs (object, version, values); torch's, Python's and NumPy's whole
+    random states."""
     import random
 
     import numpy as np
     import torch
     import torch.utils._pytree as pytree
 
-    return ({k: (v.dtype, v.device, v.detach().clone()) for k, v in m.state_dict(keep_vars=True).items()},
-            {n: (p.requires_grad, None if p.grad is None else p.grad.clone()) for n, p in m.named_parameters()},
-            [(n, mod.training, sorted(k for k in vars(mod) if not k.startswith("_"))) for n, mod in m.named_modules()],
-            [x.detach().clone() for x in pytree.tree_leaves(args) if isinstance(x, torch.Tensor)],
-            torch.get_rng_state(), random.getstate(), np.random.get_state()[1].copy())
+    def tensor(t: Any) -> tuple[Any, ...]:
+        grad = getattr(t, "grad", None)
+        return (id(t), t._version, t.dtype, t.device, t.requires_grad, t.detach().clone(),
+                None if grad is None else grad.detach().clone())
+
+    return {
+        "tensors": {**{f"parameter '{n}'": tensor(p) for n, p in m.named_parameters(remove_duplicate=False)},
+                    **{f"buffer '{n}'": tensor(b) for n, b in m.named_buffers(remove_duplicate=False)}},
+        "modules": {n: (id(mod), mod.training, {k: _plain(v) for k, v in vars(mod).items() if not k.startswith("_")},
+                        tuple(len(getattr(mod, h, {})) for h in HOOKS)) for n, mod in m.named_modules()},
+        "inputs": [tensor(x) for x in pytree.tree_leaves(args) if isinstance(x, torch.Tensor)],
+        "random": (torch.get_rng_state(), random.getstate(), repr(np.random.get_state())),
+    }
 
 
-def _changed(before: tuple[Any, ...], after: tuple[Any, ...]) -> list[str]:
-    import numpy as np
+def _same(a: Any, b: Any) -> bool:
+    """Two tensors alike in shape, dtype and values, NaN equal to NaN (a NaN is not a change); None alike None."""
+    import torch
+
+    if a is None or b is None:
+        return a is None and b is None
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if torch.equal(a, b):
+        return True
+    return bool((a.is_floating_point() or a.is_complex()) and ((a == b) | (a.isnan() & b.isnan())).all())
+
+
+def _changed(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """What differs between two snapshots of :func:`_world`, said in words (empty: nothing)."""
     import torch
 
     said = []
-    state, state_after = before[0], after[0]
-    if state.keys() != state_after.keys():
-        said.append("the state's keys")
-    said += [f"'{k}'" for k, (d, dev, v) in state.items() if k in state_after
-             and (state_after[k][:2] != (d, dev) or not torch.equal(state_after[k][2], v))]
-    grads = [n for n, (r, g) in before[1].items() if after[1][n][0] != r
-             or (g is None) != (after[1][n][1] is None) or (g is not None and not torch.equal(g, after[1][n][1]))]
-    said += [f"requires_grad or .grad of '{n}'" for n in grads]
-    if before[2] != after[2]:
-        said.append("a module's training flag or plain attributes")
-    if any(not torch.equal(a, b) for a, b in zip(before[3], after[3])):
+    tensors, later = before["tensors"], after["tensors"]
+    said += [f"{k} removed" for k in tensors if k not in later] + [f"{k} added" for k in later if k not in tensors]
+    for k, (ident, version, dtype, device, grad_flag, value, grad) in tensors.items():
+        if k not in later:
+            continue
+        ident2, version2, dtype2, device2, grad_flag2, value2, grad2 = later[k]
+        if ident2 != ident:
+            said.append(f"{k} replaced by another tensor")
+        if version2 != version:
+            said.append(f"{k} written in place")
+        if (dtype2, device2, grad_flag2) != (dtype, device, grad_flag) or not _same(value, value2):
+            said.append(f"{k}'s dtype, device, requires_grad or values")
+        if not _same(grad, grad2):
+            said.append(f"{k}'s .grad")
+    modules, later_modules = before["modules"], after["modules"]
+    if modules.keys() != later_modules.keys():
+        said.append("the submodules")
+    for n, (ident, training, attrs, hooks) in modules.items():
+        if n in later_modules and later_modules[n] != (ident, training, attrs, hooks):
+            said.append(f"module '{n or 'the model'}' (the object, its training flag, a plain attribute or a hook)")
+    if len(before["inputs"]) != len(after["inputs"]) or any(
+            x[:2] != y[:2] or not _same(x[5], y[5]) for x, y in zip(before["inputs"], after["inputs"])):
         said.append("an input")
-    if not torch.equal(before[4], after[4]) or before[5] != after[5] or not np.array_equal(before[6], after[6]):
+    (torch_state, python_state, numpy_state), (torch2, python2, numpy2) = before["random"], after["random"]
+    if not torch.equal(torch_state, torch2) or python_state != python2 or numpy_state != numpy2:
         said.append("a random state")
     return said
 
@@ -266,6 +314,9 @@ def main(argv: list[str] | None = None) -> int:
             every = entries()
             wanted = None if args.names is None else {s.strip() for s in args.names.split(",") if s.strip()}
             chosen = [e for e in every if wanted is None or e[0] in wanted]
+            missing = sorted((wanted or set()) - {e[0] for e in every})
+            if missing and chosen:
+                print(f"warning: no common_nn test named {', '.join(missing)}; checking the others", file=sys.stderr)
             if not chosen:
                 print(f"error: no common_nn test named {args.names!r} (expected names such as Conv2d_groups or "
                       "L1Loss_no_batch_dim_mean; leave --names out for every one)", file=sys.stderr)

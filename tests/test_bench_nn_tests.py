@@ -39,13 +39,36 @@ def test_the_check_module_sweep_compares_and_watches_the_callers_world(tmp_path,
         assert (r["gradcheck"], r["auto"], r["directional"]) == ("pass",) * 3, r
         assert "auto_changed" not in r and "directional_changed" not in r, r
     assert "as it found them in 2 of 2 cases." in capsys.readouterr().out
-    # the watch sees what it is there to see: a buffer moved, a parameter's .grad set, a draw from torch's generator
+    # the watch sees what it is there to see, and only that (a review found it blind to the first five below, and
+    # calling a NaN a change)
     module = torch.nn.BatchNorm1d(3).double()
     args = (torch.randn(4, 3, dtype=torch.float64),)
-    before = bench._world(module, args)
-    module(*args)  # train mode: the running statistics move
-    module.weight.grad = torch.ones(3, dtype=torch.float64)
-    torch.rand(1)
-    changed = bench._changed(before, bench._world(module, args))
-    assert "'running_mean'" in changed and "'num_batches_tracked'" in changed, changed
-    assert "requires_grad or .grad of 'weight'" in changed and "a random state" in changed, changed
+    seen = bench._changed
+
+    def after(change):
+        before = bench._world(module, args)
+        change()
+        return seen(before, bench._world(module, args))
+
+    assert after(lambda: None) == []
+    assert "buffer 'running_mean''s dtype, device, requires_grad or values" in after(lambda: module(*args))
+    assert "buffer 'num_batches_tracked' written in place" in after(lambda: module(*args))
+    assert "parameter 'weight''s .grad" in after(lambda: setattr(module.weight, "grad", torch.ones(3).double()))
+    assert "a random state" in after(lambda: torch.rand(1))
+    assert "a random state" in after(lambda: __import__("numpy").random.rand())  # the position, not the key alone
+    equal = torch.nn.Parameter(module.bias.detach().clone())
+    assert "parameter 'bias' replaced by another tensor" in after(lambda: setattr(module, "bias", equal))
+
+    def rewrite():
+        with torch.no_grad():
+            module.bias.mul_(1.0)  # the same values, written in place
+
+    assert "parameter 'bias' written in place" in after(rewrite)
+    assert any("module 'the model'" in c for c in after(lambda: setattr(module, "eps", 1e-3)))
+    assert any("a hook" in c for c in after(lambda: module.register_forward_hook(lambda *a: None)))
+    module.register_buffer("scratch", torch.zeros(2, dtype=torch.float64), persistent=False)
+    assert "buffer 'scratch''s dtype, device, requires_grad or values" in after(lambda: module.scratch.fill_(1.0)) \
+        or "buffer 'scratch' written in place" in after(lambda: module.scratch.fill_(2.0))
+    module.scratch = torch.full((2,), float("nan"), dtype=torch.float64)
+    assert after(lambda: None) == []  # NaN equals NaN here
+    assert "parameter 'bias' removed" in after(lambda: delattr(module, "bias"))
