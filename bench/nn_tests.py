@@ -303,6 +303,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="2: ga.check(order=2)'s double-backward records against gradgradcheck, on the entries "
                              "test_nn.py gradgradchecks (default 1: the backward against gradcheck)")
     args = parser.parse_args(argv)
+    if args.api == "check_module" and args.order == 2:
+        print("error: --api check_module checks the first-order gradients of the parameters; --order 2 goes with the "
+              "default --api check. Run them apart.", file=sys.stderr)
+        return 2
+    if args.cap < 1 or args.max_n < 1:
+        print(f"error: --cap and --max-n must be 1 or more; got {args.cap} and {args.max_n}.", file=sys.stderr)
+        return 2
 
     import torch
 

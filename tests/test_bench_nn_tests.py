@@ -26,6 +26,7 @@ def test_the_nn_test_sweep_runs_and_finds_crossmaplrn2d(tmp_path, capsys, bench_
     assert "| pass | pass | pass | 2 |" in printed and "CrossMapLRN2d (module, N = 216)" in printed
     assert torch.get_num_threads() == threads
     assert main(["--names", "NoSuchTest"]) == 2
+    assert main(["--api", "check_module", "--order", "2"]) == 2 and main(["--cap", "0"]) == 2
 
 
 def test_the_check_module_sweep_compares_and_watches_the_callers_world(tmp_path, capsys, bench_script):
