@@ -2747,6 +2747,22 @@ def test_a_function_a_constant_dominates_still_fails_a_wrong_backward(mode, offs
     assert ga.check(_hand_written(forward, derivative, -1.0), (x,), mode=mode).verdict == "fail"  # a backward of 0
 
 
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_a_backward_giving_no_gradient_where_the_slope_is_below_the_small_steps_fails_in_every_mode(mode):
+    """y = 1 + 1e-12 (x0 + x1 + x2) at x = (-4.83, -0.6, 1.7): dy/dx = 1e-12 each. At full mode's central steps
+    (cbrt(eps) max(1, |x|), about 3e-5) y moves by 3e-17, below half its spacing at 1 (1.1e-16): every difference
+    reads exactly 0, as a structural zero's does, and a backward giving 0 passed full mode, where directional mode,
+    whose steps move y and whose Ridders steps resolve 1e-12 against its rounding of about 2e-14, failed it. Where
+    autograd gives an input no gradient at all, full mode now asks the confirmation too: it fails in both modes.
+    floor, whose gradient is 0 everywhere and whose steps stay on one stair, still passes (four evaluations more)."""
+    x = torch.tensor([-4.83, -0.6, 1.7], dtype=F64, requires_grad=True)
+    forward = lambda t: 1.0 + 1e-12 * t.sum()  # noqa: E731
+    derivative = lambda t: torch.full_like(t, 1e-12)  # noqa: E731
+    res = ga.check(_hand_written(forward, derivative, -1.0), (x,), mode=mode)  # a backward of 0
+    assert res.verdict == "fail", res.report()
+    assert ga.check(torch.floor, (x.detach().clone().requires_grad_(),), mode=mode).verdict == "pass"
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_a_loss_flat_in_float64_at_a_confident_prediction_is_inconclusive_not_failed(mode):
     """cross_entropy at logits (37, 0, 0), target 0: the loss is logsumexp(x) - x0 = 37 + log1p(2 e^-37) - 37, and

@@ -163,7 +163,13 @@ def full(problem: Problem, gen: Callable[[], torch.Generator], tol: ToleranceUse
         base = min(bases, default=EPS_POWERS["cbrt"])
         # and those the evidence seen leaves open too (the differences accepted, columns whose entries cancel)
         unresolved, opened = _unresolved_pair(problem, j, analytic, banded, tol, vs, base, found[j].seen)
-        asked = asked or disagree or beyond or banded is not None or unresolved is not None or opened is not None
+        # autograd gives the input no gradient at all (vᵀJ exactly 0, or None): central differences at their small
+        # steps read exactly 0 too where a slope is too small to move the outputs there, and agree with it, as a
+        # structural zero does (1 + 1e-12 x.sum(): a backward giving 0 passed full mode, where directional mode, whose
+        # steps move the output and whose Ridders resolves it, failed it); the confirmation decides (_silent)
+        silent = tol.default and _silent(first[pos]) and problem.inputs[j].numel() > 0
+        asked = (asked or disagree or beyond or banded is not None or unresolved is not None or opened is not None
+                 or silent)
         noted = opened  # (the columns judged by Ridders are set to 0 in it below)
         if width < 2 and len(problem.diff) == 1:
             unresolved = None
@@ -179,6 +185,7 @@ def full(problem: Problem, gen: Callable[[], torch.Generator], tol: ToleranceUse
         # 25 near its poles: 44, now 24)
         direct = 0
         if (confirm_along is not None and unresolved is not None and len(problem.diff) == 1 and not disagree
+                and not silent
                 and not beyond and banded is None and not len(suspect) and first[pos] is not None):
             direct = _count_unresolved(unresolved, fixed)
             direct = direct if direct < width else 0  # every column: the whole confirmation is that projection
@@ -346,6 +353,14 @@ def _seen_values(found: Findings, k: int, diffs: list[float], obs: torch.Tensor 
     if chosen:  # (as Python numbers: the small path reads them so; the tensor path makes tensors of them)
         found.seen.append((k, [i // w for i in chosen], [at[i % w] for i in chosen], [diffs[i] for i in chosen],
                            [entries[i] for i in chosen]))
+
+
+def _silent(g: torch.Tensor | None) -> bool:
+    """Whether autograd's vᵀJ for an input is None or exactly 0 everywhere (a strided tensor: a sparse one is read
+    as it is, not scanned)."""
+    import torch
+
+    return g is None or (g.layout == torch.strided and g.numel() > 0 and not bool(g.any()))
 
 
 def _row_over(g: torch.Tensor, v: float) -> torch.Tensor:
