@@ -127,10 +127,7 @@ def check_module_case(info: Any, mod_in: Any, training: bool, max_n: int, cap: i
     them (bench/nn_tests.py's watch)."""
     import torch
     import torch.utils._pytree as pytree
-    from nn_tests import _changed, _world
-    from torch.testing._internal.common_utils import freeze_rng_state
-
-    import gradaudit as ga
+    from nn_tests import compare_check_module
 
     cargs, ckw = mod_in.constructor_input.args, mod_in.constructor_input.kwargs
     m = info.module_cls(*cargs, **ckw).to("cpu").to(torch.float64)
@@ -141,37 +138,7 @@ def check_module_case(info: Any, mod_in: Any, training: bool, max_n: int, cap: i
     if issubclass(info.module_cls, torch.nn.modules.lazy.LazyModuleMixin):
         with torch.no_grad():
             m(*args, **kwargs)
-    checked = tuple(p for p in m.parameters() if p.requires_grad)
-    n = sum(p.numel() for p in checked)
-    rec: dict[str, Any] = {"n": n}
-    if not n:
-        rec["skipped"] = "no parameter requires grad"
-        return rec
-    if n > max_n:
-        rec["skipped"] = f"N = {n} > --max-n {max_n}"
-        return rec
-
-    def with_own_parameters(*_: Any) -> Any:  # gradcheck perturbs the parameters in place
-        with freeze_rng_state():
-            return pytree.tree_leaves(m(*args, **kwargs))
-
-    state = {k: v.clone() for k, v in m.state_dict().items()}
-    ok, _, err = _timed(lambda: torch.autograd.gradcheck(with_own_parameters, checked,
-                                                         nondet_tol=info.gradcheck_nondet_tol), cap)
-    rec["gradcheck"] = "pass" if ok is True else "fail" if err and "Jacobian mismatch" in err else str(ok)
-    m.load_state_dict(state)
-    for mode in ("auto", "directional"):
-        before = _world(m, (args, kwargs))
-        res, _, err = _timed(lambda: ga.check_module(m, args, kwargs=kwargs or None, mode=mode), cap)  # noqa: B023
-        rec[mode] = res if isinstance(res, str) else str(res.verdict)
-        changed = _changed(before, _world(m, (args, kwargs)))
-        if changed:
-            rec[mode + "_changed"] = changed
-        if rec[mode] != "pass":
-            said = [] if isinstance(res, str) else [f"'{r.input}': {r.reason}" for r in res.records
-                                                     if r.verdict != "pass"]
-            rec[mode + "_says"] = (err or "") if isinstance(res, str) else "; ".join(said)[:300]
-    return rec
+    return compare_check_module(m, args, kwargs, max_n, cap, info.gradcheck_nondet_tol)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -250,12 +217,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"{', ModuleInfo skips test_grad' if r['moduleinfo'] else ''}): gradcheck {r['gradcheck']}, "
                   f"auto {r['auto']}, directional {r['directional']}. {says}")
     if args.api == "check_module":
-        moved = [r for r in checked if r.get("auto_changed") or r.get("directional_changed")]
-        print(f"\ncheck_module left the module, the inputs and the random states as it found them in "
-              f"{len(checked) - len(moved)} of {len(checked)} cases" + (":" if moved else "."))
-        for r in moved:
-            print(f"- {r['module']} ({'train' if r['training'] else 'eval'}, input {r['index']}): changed "
-                  f"{', '.join(r.get('auto_changed', []) + r.get('directional_changed', []))}")
+        from nn_tests import print_watched
+
+        print_watched(checked, lambda r: f"{r['module']} ({'train' if r['training'] else 'eval'}, input {r['index']})")
     return 0
 
 

@@ -241,11 +241,6 @@ def check_module_case(kind: str, params: dict[str, Any], max_n: int, cap: int) -
     """``ga.check_module(module, args)`` (the parameters checked, the inputs fixed) against gradcheck of the same
     parameters, and whether the module, the inputs and the random states are as they were after it."""
     import torch
-    import torch.utils._pytree as pytree
-    from modules import _timed
-    from torch.testing._internal.common_utils import freeze_rng_state
-
-    import gradaudit as ga
 
     skip = _skipped(params, 1)
     if skip:
@@ -254,6 +249,20 @@ def check_module_case(kind: str, params: dict[str, Any], max_n: int, cap: int) -
     given = raw if isinstance(raw, tuple) else (raw,)
     inputs = tuple(x.detach() if isinstance(x, torch.Tensor) else x for x in given)
     args = inputs if kind == "module" else (*inputs, target, *extra)
+    return compare_check_module(m, args, {}, max_n, cap)
+
+
+def compare_check_module(m: Any, args: tuple[Any, ...], kwargs: dict[str, Any], max_n: int, cap: int,
+                         nondet_tol: float = 0.0) -> dict[str, Any]:
+    """gradcheck of *m*'s parameters (the forward's *args* and *kwargs* fixed) and ``ga.check_module`` in auto and
+    directional mode, each watched (:func:`_world`): the record of one case (bench/modules.py calls it too)."""
+    import torch
+    import torch.utils._pytree as pytree
+    from modules import _timed
+    from torch.testing._internal.common_utils import freeze_rng_state
+
+    import gradaudit as ga
+
     checked = tuple(p for p in m.parameters() if p.requires_grad)
     n = sum(p.numel() for p in checked)
     rec: dict[str, Any] = {"n": n}
@@ -266,19 +275,19 @@ def check_module_case(kind: str, params: dict[str, Any], max_n: int, cap: int) -
 
     def with_own_parameters(*_: Any) -> Any:  # gradcheck perturbs the parameters in place
         with freeze_rng_state():
-            return pytree.tree_leaves(m(*args))
+            return pytree.tree_leaves(m(*args, **kwargs))
 
     state = {k: v.clone() for k, v in m.state_dict().items()}
-    ok, _, err = _timed(lambda: torch.autograd.gradcheck(with_own_parameters, checked), cap)
+    ok, _, err = _timed(lambda: torch.autograd.gradcheck(with_own_parameters, checked, nondet_tol=nondet_tol), cap)
     rec["gradcheck"] = "pass" if ok is True else "fail" if err and "Jacobian mismatch" in err else str(ok)
     if err:
         rec["gradcheck_says"] = err[:300]
     m.load_state_dict(state)
     for mode in ("auto", "directional"):
-        before = _world(m, args)
-        res, _, err = _timed(lambda: ga.check_module(m, args, mode=mode), cap)  # noqa: B023
+        before = _world(m, (args, kwargs))
+        res, _, err = _timed(lambda: ga.check_module(m, args, kwargs=kwargs or None, mode=mode), cap)  # noqa: B023
         rec[mode] = res if isinstance(res, str) else str(res.verdict)
-        changed = _changed(before, _world(m, args))
+        changed = _changed(before, _world(m, (args, kwargs)))
         if changed:
             rec[mode + "_changed"] = changed
         if rec[mode] != "pass":
@@ -286,6 +295,15 @@ def check_module_case(kind: str, params: dict[str, Any], max_n: int, cap: int) -
                                                      if r.verdict != "pass"]
             rec[mode + "_says"] = (err or "") if isinstance(res, str) else "; ".join(said)[:300]
     return rec
+
+
+def print_watched(checked: list[dict[str, Any]], label: Any) -> None:
+    """The watch's summary over the *checked* records of a --api check_module sweep; *label(record)* names one."""
+    moved = [r for r in checked if r.get("auto_changed") or r.get("directional_changed")]
+    print(f"\ncheck_module left the module, the inputs and the random states as it found them in "
+          f"{len(checked) - len(moved)} of {len(checked)} cases" + (":" if moved else "."))
+    for r in moved:
+        print(f"- {label(r)}: changed {', '.join(r.get('auto_changed', []) + r.get('directional_changed', []))}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -365,11 +383,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"- {r['name']} ({r['kind']}, N = {r['n']}): gradcheck {r['gradcheck']}, auto {r['auto']}, "
                   f"directional {r['directional']}. {says}")
     if args.api == "check_module":
-        moved = [r for r in checked if r.get("auto_changed") or r.get("directional_changed")]
-        print(f"\ncheck_module left the module, the inputs and the random states as it found them in "
-              f"{len(checked) - len(moved)} of {len(checked)} cases" + (":" if moved else "."))
-        for r in moved:
-            print(f"- {r['name']}: changed {', '.join(r.get('auto_changed', []) + r.get('directional_changed', []))}")
+        print_watched(checked, lambda r: r["name"])
     return 0
 
 
