@@ -29,13 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-class _Timeout(BaseException):
-    """A check ran past --cap (a BaseException: a function's own ``except Exception`` does not swallow it)."""
-
-
-def _alarm(signum: int, frame: Any) -> None:
-    raise _Timeout()
+from opinfo_higher import _alarm, _Timeout  # noqa: E402 - a check past --cap: the same timer
 
 
 def run(ops: set[str] | None, cap: float) -> tuple[collections.Counter[str], list[str]]:
