@@ -3,6 +3,7 @@
     python bench/calls.py                                  # 60 OpInfo cases drawn at random, directional mode
     python bench/calls.py --mode auto --cases 100 --seed 3
     python bench/calls.py --ops sin,mul --cases 0          # every case of those ops
+    python bench/calls.py --mode auto --max-jac 100 --cases 0 --why   # and why full mode confirmed
 
 Each case's function is wrapped to count its calls and time them; each tool (``ga.check`` in --mode, and the
 anchor: gradcheck's fast mode for directional, its slow mode otherwise) checks it --repeat times, the calls of
@@ -12,6 +13,16 @@ is the tool's work around them (its Python, the backward passes, the bookkeeping
 of an expensive function loses there, one with more work around cheap calls loses here. Wall time, on a possibly
 shared machine: read the totals, not single cases.
 
+With ``--why`` (full and auto mode) each case is checked once more, untimed, with full mode's rules watched, and the
+tables say whether the directional confirmation ran and which rules asked for it: "unresolved" (central differences
+could not resolve 1e-8 of an entry), "opened" (the evidence seen leaves an entry open: an accepted difference,
+entries that cancel), "silent" (autograd gives an input no gradient at all: vᵀJ exactly 0 or None; where every
+output is exactly 0 this asks nothing), "disagree" (autograd's rows, weighted, differ from the first backward),
+"band" (the Jacobian was taken as a band); "other" where none of these was seen (an entry passed beyond the
+tolerance itself); "directional mode" where auto mode chose it. A summary groups the cases by them: how many, their
+time, the median ratio and how many are over 1.5 times the anchor's time. The rules are watched by wrapping functions
+of ``gradaudit.full`` for that one check.
+
 Cases: the first two OpInfo samples of every op with autograd, as ``bench/opinfo.py`` builds them, where the
 anchor passes; --cases of them drawn at random with --seed (0: all).
 """
@@ -19,6 +30,7 @@ anchor passes; --cases of them drawn at random with --seed (0: all).
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import statistics
 import sys
@@ -38,7 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=7, help="checks per tool and case (default 7)")
     parser.add_argument("--ops", default=None, help="comma-separated OpInfo names (default: every op)")
     parser.add_argument("--max-jac", type=float, default=1e6, help="largest N*M of a case (default 1e6)")
+    parser.add_argument("--why", action="store_true",
+                        help="auto and full mode: which of full mode's rules asked for the directional confirmation")
     args = parser.parse_args(argv)
+    if args.why and args.mode == "directional":
+        print("error: --why says why full mode ran its directional confirmation, and --mode directional runs no full "
+              "mode. Pass --mode auto or --mode full with --why.", file=sys.stderr)
+        return 2
     if args.cases < 0 or args.repeat < 1:
         print(f"error: --cases must be 0 or more and --repeat 1 or more; got --cases {args.cases} and --repeat "
               f"{args.repeat}. Pass e.g. --cases 60 --repeat 7.", file=sys.stderr)
@@ -73,6 +91,7 @@ def _run(args: argparse.Namespace) -> int:
     calls = [0]
     inside = [0.0]
     rows: list[tuple[str, dict[str, tuple[float, float, int]]]] = []
+    asked: dict[str, str] = {}  # with --why: per case, whether the confirmation ran and what asked for it
     left: list[str] = []  # cases a tool raised on
     for op_index, index, label in found:
         fn, checked, _ = builder.case(op_index, index)
@@ -106,6 +125,8 @@ def _run(args: argparse.Namespace) -> int:
                 start = time.perf_counter()
                 tools[name](xs)
                 times[name].append((time.perf_counter() - start, inside[0], calls[0]))
+        if args.why:
+            asked[label] = _why(lambda _fn=fn, _xs=checked: ga.check(_fn, opinfo._fresh(_xs), mode=args.mode))
         rows.append((label, {name: (statistics.median(t for t, _, _ in got), statistics.median(f for _, f, _ in got),
                                     got[-1][2]) for name, got in times.items()}))
     anchor = "gradcheck fast" if fast else "gradcheck slow"
@@ -119,11 +140,13 @@ def _run(args: argparse.Namespace) -> int:
     if left:
         print(f"left out, a tool raised: {', '.join(left)}")
     print()
-    print(f"| case | gradaudit µs | inside fn µs | calls | {anchor} µs | inside fn µs | calls |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    why = " confirmation |" if args.why else ""
+    print(f"| case | gradaudit µs | inside fn µs | calls | {anchor} µs | inside fn µs | calls |{why}")
+    print("|---|---:|---:|---:|---:|---:|---:|" + ("---|" if args.why else ""))
     for label, got in rows:
         (t, f, c), (ta, fa, ca) = got["gradaudit"], got["anchor"]
-        print(f"| `{label}` | {t * 1e6:.0f} | {f * 1e6:.0f} | {c} | {ta * 1e6:.0f} | {fa * 1e6:.0f} | {ca} |")
+        print(f"| `{label}` | {t * 1e6:.0f} | {f * 1e6:.0f} | {c} | {ta * 1e6:.0f} | {fa * 1e6:.0f} | {ca} |"
+              + (f" {asked[label]} |" if args.why else ""))
     total = {name: (sum(got[name][0] for _, got in rows), sum(got[name][1] for _, got in rows))
              for name in ("gradaudit", "anchor")}
     print()
@@ -134,7 +157,75 @@ def _run(args: argparse.Namespace) -> int:
         print(f"| {what} | {pick(*total['gradaudit']) * 1e3:.1f} | {pick(*total['anchor']) * 1e3:.1f} |")
     if total["gradaudit"][0] > 0:
         print(f"\n{anchor} / gradaudit, in all: {total['anchor'][0] / total['gradaudit'][0]:.3f}")
+    if args.why:
+        _why_table(rows, asked, anchor)
     return 0
+
+
+#: the rules of gradaudit.full that ask for the directional confirmation, as --why names them
+RULES = ("unresolved", "opened", "silent", "disagree", "band")
+
+
+def _why(check: Any) -> str:
+    """Run *check* (one ga.check) once with full mode's rules watched: "not run", or "run: " and the rules that held
+    ("other" where none of them was seen). The functions of gradaudit.full it wraps are restored after."""
+    from gradaudit import full
+
+    seen: set[str] = set()
+    originals = {name: getattr(full, name) for name in ("_unresolved_pair", "_together", "_silent", "_banded")}
+
+    def unresolved_pair(*a: Any, **k: Any) -> Any:
+        got = originals["_unresolved_pair"](*a, **k)
+        seen.update(name for name, part in zip(("unresolved", "opened"), got) if part is not None)
+        return got
+
+    def together(*a: Any, **k: Any) -> Any:
+        got = originals["_together"](*a, **k)
+        if not got:
+            seen.add("disagree")
+        return got
+
+    def silent(*a: Any, **k: Any) -> Any:
+        got = originals["_silent"](*a, **k)
+        if got:
+            seen.add("silent")
+        return got
+
+    def banded(*a: Any, **k: Any) -> Any:
+        got = originals["_banded"](*a, **k)
+        if got is not None:
+            seen.add("band")
+        return got
+
+    for name, wrapper in zip(originals, (unresolved_pair, together, silent, banded)):
+        setattr(full, name, wrapper)
+    try:
+        result = check()
+    finally:
+        for name, original in originals.items():
+            setattr(full, name, original)
+    if result.mode != "full":  # (auto mode chose directional mode: no full mode, nothing to confirm)
+        return f"{result.mode} mode"
+    if "directional" not in result.info:
+        return "not run"
+    return "run: " + ("+".join(rule for rule in RULES if rule in seen) or "other")
+
+
+def _why_table(rows: list[tuple[str, dict[str, tuple[float, float, int]]]], asked: dict[str, str],
+               anchor: str) -> None:
+    """The cases grouped by whether the confirmation ran and what asked for it."""
+    groups: dict[str, list[tuple[float, float]]] = {}
+    for label, got in rows:
+        groups.setdefault(asked[label], []).append((got["gradaudit"][0], got["anchor"][0]))
+    print()
+    print(f"| directional confirmation | cases | gradaudit ms | {anchor} ms | median {anchor} / gradaudit | "
+          "cases over 1.5x |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for key, times in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        median = statistics.median(a / t for t, a in times if t > 0) if any(t > 0 for t, _ in times) else math.nan
+        over = sum(1 for t, a in times if t > 1.5 * a)
+        print(f"| {key} | {len(times)} | {sum(t for t, _ in times) * 1e3:.1f} | {sum(a for _, a in times) * 1e3:.1f} "
+              f"| {median:.3f} | {over} |")
 
 
 if __name__ == "__main__":
