@@ -17,12 +17,11 @@ With ``--why`` (full and auto mode) each case is checked once more, untimed, wit
 tables say whether the directional confirmation ran and which rules asked for it: "unresolved" (central differences
 could not resolve 1e-8 of an entry), "opened" (the evidence seen leaves an entry open: an accepted difference,
 entries that cancel), "silent" (autograd gives an input no gradient at all: vᵀJ exactly 0 or None; where every
-output is exactly 0 this asks nothing, nor where the outputs stay bit for bit the same with those inputs moved by
-the confirmation's largest step: "not run: silent, unmoved"), "disagree" (autograd's rows, weighted, differ from the
-first backward), "band" (the Jacobian was taken as a band); "other" where none of these was seen (an entry passed
-beyond the tolerance itself); "directional mode" where auto mode chose it. A summary groups the cases by them: how
-many, their time, the median ratio and how many are over 1.5 times the anchor's time. The rules are watched by
-wrapping functions of ``gradaudit.full`` for that one check.
+output is exactly 0 this asks nothing), "disagree" (autograd's rows, weighted, differ from the first backward),
+"band" (the Jacobian was taken as a band); "other" where none of these was seen (an entry passed beyond the
+tolerance itself); "directional mode" where auto mode chose it. A summary groups the cases by them: how many, their
+time, the median ratio and how many are over 1.5 times the anchor's time. The rules are watched by wrapping functions
+of ``gradaudit.full`` for that one check.
 
 Cases: the first two OpInfo samples of every op with autograd, as ``bench/opinfo.py`` builds them, where the
 anchor passes; --cases of them drawn at random with --seed (0: all).
@@ -208,8 +207,7 @@ def _why(check: Any) -> str:
     if result.mode != "full":  # (auto mode chose directional mode: no full mode, nothing to confirm)
         return f"{result.mode} mode"
     if "directional" not in result.info:
-        # (silent inputs whose outputs did not move at the confirmation's largest step: full.full's unmoved)
-        return "not run: silent, unmoved" if "unmoved" in result.info else "not run"
+        return "not run"
     return "run: " + ("+".join(rule for rule in RULES if rule in seen) or "other")
 
 

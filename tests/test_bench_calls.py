@@ -34,20 +34,18 @@ def test_no_case_to_time_is_a_clear_error(capsys, bench_script):
 
 
 def test_why_names_the_rule_that_asked_for_the_confirmation(capsys, bench_script):
-    """maximum's first OpInfo sample is a = -4.827, b = -7.582 (one element each): b gets no gradient at all (autograd's
-    vᵀJ is exactly 0 there) while the output, a, is not 0, so the silent-input rule holds; a's entry is 1, resolved by
-    central differences (their bound, 8 ulps of max(1, |f|) over a step of max(1, |x|) cbrt(eps) with a safety of 10,
-    is 1e-8 of 1 at |f| = |x|: 3e-9), so nothing else asks for the confirmation. b moved by the confirmation's
-    largest step both ways (1e-2 of 7.582: to -7.506 at most) stays below a: the output does not move, and the
-    confirmation is not made. Calls: the first forward, the re-run at the point, two per element for central
-    differences and the 2 points moved: 8 (the confirmation would add 4)."""
+    """maximum's first OpInfo sample holds two distinct one-element tensors: the smaller gets no gradient at all
+    (autograd's vᵀJ is exactly 0 there) while the output, the larger, is not 0, so the silent-input rule asks for the
+    directional confirmation; the other entry is 1, resolved by central differences (their bound, 8 ulps of
+    max(1, |f|) over a step of max(1, |x|) cbrt(eps) with a safety of 10, is 1e-8 of 1 at |f| = |x|: 3e-9). Its
+    calls: the first forward, the re-run at the point, two per element for central differences, and the
+    confirmation's 4 points (h, -h, 2h, -2h) for both inputs at once: 10."""
     status = bench_script("calls").main(["--mode", "auto", "--ops", "maximum", "--cases", "0", "--repeat", "1",
                                          "--why"])
     out = capsys.readouterr().out
     assert status == 0, out
-    assert re.search(r"^\| `maximum#0` \| \d+ \| \d+ \| 8 \| \d+ \| \d+ \| \d+ \| not run: silent, unmoved \|$", out,
-                     re.M), out
-    assert re.search(r"^\| not run: silent, unmoved \| \d+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| \d+ \|$", out, re.M), out
+    assert re.search(r"^\| `maximum#0` \| \d+ \| \d+ \| 10 \| \d+ \| \d+ \| \d+ \| run: silent \|$", out, re.M), out
+    assert re.search(r"^\| run: silent \| \d+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| \d+ \|$", out, re.M), out
 
 
 def test_why_refuses_directional_mode(capsys, bench_script):

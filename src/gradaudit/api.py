@@ -47,7 +47,7 @@ Mode = Literal["auto", "full", "directional"]
 MODES = ("auto", "full", "directional")
 FULL_LIMIT = 1_000_000  # auto: full mode while the dense Jacobian has at most this many entries
 KEEP = 20  # located comparisons kept in each record (result.mismatches holds every one)
-SEED_STREAMS = {"weights": 0, "directional": 1, "full": 2, "forward_ad": 3, "second_order": 4, "unmoved": 5}
+SEED_STREAMS = {"weights": 0, "directional": 1, "full": 2, "forward_ad": 3, "second_order": 4}
 
 
 @dataclass(frozen=True, repr=False)
@@ -756,9 +756,6 @@ def _checked(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Descri
                        round(time.perf_counter() - start, 4))
 
 
-#: the largest step of the directional confirmation along its u (directional.judge_along's Ridders from h0 = 1e-2)
-UNMOVED_STEP = 1e-2
-
 #: the output weights are divided by max(1, |f|) up to this size: beyond, vᵀJ could fall below float64's normal range
 WEIGHT_SIZE = 1e100
 
@@ -831,43 +828,6 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
         views: dict[int, tuple[torch.Tensor, float, float]] = {}
         # every agreeing projection's u, that error and its truncation (directional._curve)
         trail: dict[int, list[tuple[torch.Tensor, float, float]]] = {}
-
-        def unmoved(js: list[int]) -> bool:
-            """Whether every output stays bit for bit what it is at the point when the inputs *js* move at once, each
-            to x_j + t u_j, for t = -UNMOVED_STEP and +UNMOVED_STEP (u_j a random direction, each element relative to
-            max(1, |x_i|), |u_j / max(1, |x_j|)| = 1, non-finite elements still: the directional confirmation's
-            scaling, and its largest step): no slope along them that the confirmation's steps could show. An
-            evaluation that raises says no (the confirmation decides)."""
-            kept = _stream(seed, "unmoved").first(sum(problem.inputs[j].numel() for j in js))
-            gen = _generator(seed, "unmoved") if kept is None else None
-            moves = []
-            for j in js:
-                x = problem.inputs[j].detach()
-                if kept is not None:
-                    r, kept = E.fresh([v * 2 - 1 for v in kept[:x.numel()]], x.shape), kept[x.numel():]
-                else:
-                    r = torch.empty(x.shape, dtype=torch.float64).uniform_(-1.0, 1.0, generator=gen)
-                fixed = problem.held(j)
-                if fixed is not None:
-                    r.view(-1)[fixed] = 0.0
-                norm = float(torch.linalg.vector_norm(r))
-                if not norm > 0:
-                    return False
-                moves.append((j, x, r.div_(norm).mul_(x.abs().to(torch.float64).clamp_min(1.0).nan_to_num(0.0))))
-            for t in (UNMOVED_STEP, -UNMOVED_STEP):
-                xs = list(problem.inputs)
-                for j, x, u in moves:
-                    xs[j] = (x.to(torch.float64) + t * u).to(x.dtype).contiguous()
-                info["evaluations"] = info.get("evaluations", 0) + 1
-                try:
-                    with E.GradMode(False):
-                        outs = problem.call(*xs)
-                except EvaluationError:
-                    return False
-                if not all(torch.equal(a, b) for a, b in zip(outs, problem.outputs)):
-                    return False
-            info["unmoved"] = [problem.names[j] for j in js]
-            return True
 
         def confirm(j: int) -> bool:  # the directional confirmation, run only where full mode needs it
             if not confirmed:
@@ -1016,7 +976,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
             return count
 
         found = full(problem, lambda: _generator(seed, "full"), tol, info, confirm, grads, vs, confirm_without,
-                     confirm_along, left_open, confirm_open, unmoved)
+                     confirm_along, left_open, confirm_open)
         for j, f in found.items():
             if j in disagreed and f.verdict == "pass":
                 f.extra += disagreed[j].extra  # the projection along those columns disagrees though no entry does

@@ -79,8 +79,7 @@ def full(problem: Problem, gen: Callable[[], torch.Generator], tol: ToleranceUse
          confirm_without: Callable[[int, torch.Tensor], bool] | None = None,
          confirm_along: Callable[[int, torch.Tensor | list[float], bool], bool] | None = None,
          left_open: Callable[[int, torch.Tensor | list[float], bool], int] | None = None,
-         confirm_open: Callable[[int, torch.Tensor | list[float]], bool] | None = None,
-         unmoved: Callable[[list[int]], bool] | None = None) -> dict[int, Findings]:
+         confirm_open: Callable[[int, torch.Tensor | list[float]], bool] | None = None) -> dict[int, Findings]:
     """Judge every Jacobian entry. *first* is the first backward's vᵀJ per checked input, all outputs
     weighted by *vs* at once (for a scalar output that is the whole Jacobian row, times the weight). *gen* makes
     the random stream (called once, at the first draw: a scalar output's check draws nothing).
@@ -119,12 +118,7 @@ def full(problem: Problem, gen: Callable[[], torch.Generator], tol: ToleranceUse
     adds a projection: when these rules took the decisions, more open columns made fewer or wider projections, and a
     reviewer's 1e-8 bugs that the projections before them fail passed (36 in two scans). At the end
     *left_open(j, terms, True)* is told the columns still holding such entries (those not judged by Ridders), and
-    the record names those no projection resolved to 1e-8 either.
-
-    An input autograd gives no gradient at all asks for the confirmation too (below); where nothing else has asked
-    for it, *unmoved(js)* first says whether the outputs stay bit for bit as they are with every such input (*js*)
-    moved at once by the confirmation's largest step, both ways (2 evaluations, asked once): then no slope its steps
-    could show is there, and it is not made for them."""
+    the record names those no projection resolved to 1e-8 either."""
     import torch
 
     made: list[torch.Generator] = []
@@ -150,7 +144,6 @@ def full(problem: Problem, gen: Callable[[], torch.Generator], tol: ToleranceUse
         analytic = _analytic(problem, generator, info)
     weighted: list[Weighted] = []  # the output weights as _together uses them, made once for every input
     asked = False  # the confirmation has run (for every input at once): asking again costs nothing
-    still: list[bool] = []  # unmoved's answer, asked once for every input autograd gives no gradient
     for pos, j in enumerate(problem.diff):
         central: Central = []
         bases: list[float] = []
@@ -179,18 +172,8 @@ def full(problem: Problem, gen: Callable[[], torch.Generator], tol: ToleranceUse
         # evaluations instead of 6, deciding nothing)
         silent = (tol.default and _silent(first[pos]) and problem.inputs[j].numel() > 0
                   and any(bool(o.ne(0).any()) for o in problem.outputs))
-        others = (asked or disagree or beyond or banded is not None or unresolved is not None or opened is not None)
-        if silent and not others and unmoved is not None:
-            # where nothing else asks for the confirmation (for any input so far), 2 evaluations first: the outputs
-            # bit for bit unchanged with every input autograd gives no gradient moved at once by the confirmation's
-            # largest step, both ways, leave no slope its steps could show, and it is not made (maximum's smaller
-            # input, index_fill's overwritten elements: 4 evaluations and the projection's work, deciding nothing);
-            # where they move, it is
-            if not still:
-                still.append(unmoved([i for p, i in enumerate(problem.diff) if _silent(first[p])
-                                      and problem.inputs[i].numel() > 0]))
-            silent = not still[0]
-        asked = others or silent
+        asked = (asked or disagree or beyond or banded is not None or unresolved is not None or opened is not None
+                 or silent)
         noted = opened  # (the columns judged by Ridders are set to 0 in it below)
         if width < 2 and len(problem.diff) == 1:
             unresolved = None
