@@ -2764,6 +2764,31 @@ def test_a_backward_giving_no_gradient_where_the_slope_is_below_the_small_steps_
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_a_backward_giving_no_gradient_to_a_slope_hidden_between_periods_fails(mode):
+    """y = 1 + 1e-14 sin(2 pi (x - 2.5) / 0.025) at x = 2.5: dy/dx = 2 pi 1e-14 / 0.025 = 2.5e-12. Full mode's
+    central steps (cbrt(eps) 2.5, about 1.5e-5) move y by 4e-17, below half its spacing at 1, and read exactly 0;
+    the confirmation's quick stage (steps 7e-4 and 1.4e-3 of max(1, |x|): y moves by 4e-15 and 8e-15, 20 and 35
+    ulps) resolves the slope, and a backward giving 0 fails. Moved by exactly 1e-2 of max(1, |x|) = 0.025 both ways,
+    a whole period, y reads 1 bit for bit: a pre-test that skipped the confirmation where the outputs stay unchanged
+    at that one step passed this bug in full mode on every seed (bd82e8b, reverted by a review that found it)."""
+    period, size = 0.025, 1e-14
+
+    class Dropped(torch.autograd.Function):  # a backward of 0: the true derivative is 2 pi size / period
+        @staticmethod
+        def forward(ctx, t):
+            return 1.0 + size * torch.sin(2 * math.pi * (t - 2.5) / period)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 0.0
+
+    for seed in range(3):
+        x = torch.tensor([2.5], dtype=F64, requires_grad=True)
+        res = ga.check(Dropped.apply, (x,), mode=mode, seed=seed)
+        assert res.verdict == "fail", (seed, res.report())
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_a_loss_flat_in_float64_at_a_confident_prediction_is_inconclusive_not_failed(mode):
     """cross_entropy at logits (37, 0, 0), target 0: the loss is logsumexp(x) - x0 = 37 + log1p(2 e^-37) - 37, and
     log1p(2 e^-37) = 1.7e-16 is below half the spacing of 37 (3.6e-15), so the float64 loss is exactly 0 at the point
