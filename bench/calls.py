@@ -16,12 +16,12 @@ shared machine: read the totals, not single cases.
 With ``--why`` (full and auto mode) each case is checked once more, untimed, with full mode's rules watched, and the
 tables say whether the directional confirmation ran and which rules asked for it: "unresolved" (central differences
 could not resolve 1e-8 of an entry), "opened" (the evidence seen leaves an entry open: an accepted difference,
-entries that cancel), "silent" (autograd gives an input no gradient at all: vᵀJ exactly 0 or None; where every
-output is exactly 0 this asks nothing), "disagree" (autograd's rows, weighted, differ from the first backward),
-"band" (the Jacobian was taken as a band); "other" where none of these was seen (an entry passed beyond the
-tolerance itself); "directional mode" where auto mode chose it. A summary groups the cases by them: how many, their
-time, the median ratio and how many are over 1.5 times the anchor's time. The rules are watched by wrapping functions
-of ``gradaudit.full`` for that one check.
+entries that cancel), "silent" (autograd gives an input no gradient at all: vᵀJ exactly 0 or None; named even
+where every output is exactly 0, where it asks nothing), "disagree" (autograd's rows, weighted, differ from the
+first backward), "band" (the Jacobian was taken as a band); "other" where none of these was seen (an entry passed
+beyond the tolerance itself); "directional mode" where auto mode chose it. A summary groups the cases by them: how
+many, their time, the median ratio and how many are over 1.5 times the anchor's time. The rules are watched by
+wrapping functions of ``gradaudit.full`` for that one check.
 
 Cases: the first two OpInfo samples of every op with autograd, as ``bench/opinfo.py`` builds them, where the
 anchor passes; --cases of them drawn at random with --seed (0: all).
