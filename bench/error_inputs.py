@@ -23,13 +23,12 @@ import argparse
 import collections
 import signal
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from opinfo_higher import _alarm, _Timeout  # noqa: E402 - a check past --cap: the same timer
+from opinfo_higher import _alarm, _Timeout, one_quiet_thread  # noqa: E402 - the same timer and setup
 
 
 def run(ops: set[str] | None, cap: float) -> tuple[collections.Counter[str], list[str]]:
@@ -132,17 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.cap > 0:
         print(f"error: --cap must be positive; got {args.cap}.", file=sys.stderr)
         return 2
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # some ops warn (deprecated names); the outcomes are what count
-            wanted = {o.strip() for o in args.ops.split(",") if o.strip()} if args.ops else None
-            counts, odd = run(wanted, args.cap)
-    finally:
-        torch.set_num_threads(threads)
+    with one_quiet_thread():
+        wanted = {o.strip() for o in args.ops.split(",") if o.strip()} if args.ops else None
+        counts, odd = run(wanted, args.cap)
     if not counts:
         print(f"error: no error input to check for --ops {args.ops!r}: name ops with autograd (as in "
               "`python bench/opinfo.py --ops`), or leave --ops out.", file=sys.stderr)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import signal
 import sys
 import time
@@ -173,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"error: no ModuleInfo named {args.modules!r} (expected names such as nn.Linear)",
                       file=sys.stderr)
                 return 2
+            from nn_tests import keep
+
             rows = []
             sink = open(args.out, "w") if args.out else None
             try:
@@ -184,16 +185,9 @@ def main(argv: list[str] | None = None) -> int:
                         for index, mod_in in enumerate([x for x in made if x.forward_input is not None][:args.inputs]):
                             rec = {"module": info.name, "training": training, "index": index,
                                    "moduleinfo": _skips_grad(info)}
-                            try:
-                                rec.update(check_case(info, mod_in, training, args.max_n, args.cap)
-                                           if args.api == "check" else
-                                           check_module_case(info, mod_in, training, args.max_n, args.cap))
-                            except Exception as exc:  # noqa: BLE001 - the harness could not build the case
-                                rec["build_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
-                            rows.append(rec)
-                            if sink:
-                                sink.write(json.dumps(rec) + "\n")
-                                sink.flush()
+                            keep(rec, lambda info=info, mod_in=mod_in, training=training: (
+                                check_case(info, mod_in, training, args.max_n, args.cap) if args.api == "check"
+                                else check_module_case(info, mod_in, training, args.max_n, args.cap)), rows, sink)
             finally:
                 if sink:
                     sink.close()

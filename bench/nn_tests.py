@@ -59,6 +59,30 @@ def entries() -> list[tuple[str, str, dict[str, Any]]]:
     return out
 
 
+def keep(rec: dict[str, Any], build: Any, rows: list[dict[str, Any]], sink: Any) -> None:
+    """rec updated with build() (the harness's case), or with the reason it could not be built; kept in rows and,
+    with --out, written as one JSON line at once (bench/modules.py keeps its cases the same way)."""
+    try:
+        rec.update(build())
+    except Exception as exc:  # noqa: BLE001 - the harness could not build the case
+        rec["build_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    rows.append(rec)
+    if sink:
+        sink.write(json.dumps(rec) + "\n")
+        sink.flush()
+
+
+def _sized(n: int, max_n: int, none: str) -> dict[str, Any]:
+    """A case's record to start from: its N, and why it is left out (*none* where nothing is checked, or N over
+    --max-n), if it is."""
+    rec: dict[str, Any] = {"n": n}
+    if not n:
+        rec["skipped"] = none
+    elif n > max_n:
+        rec["skipped"] = f"N = {n} > --max-n {max_n}"
+    return rec
+
+
 def _skipped(params: dict[str, Any], order: int) -> str:
     """Why test_nn.py leaves an entry out of gradcheck (or gradgradcheck, *order* 2), '' if it does not."""
     skip = [k for k in ("has_sparse_gradients", "skip_double", "check_forward_only") if params.get(k)]
@@ -118,13 +142,9 @@ def check_case(kind: str, params: dict[str, Any], max_n: int, cap: int, order: i
         args = tuple(parts[:count]) if kind == "module" else (*parts[:count], target, *extra)
         return pytree.tree_leaves(torch.func.functional_call(m, state, args))
 
-    n = sum(t.numel() for t in flat if isinstance(t, torch.Tensor) and t.requires_grad)
-    rec: dict[str, Any] = {"n": n}
-    if not n:
-        rec["skipped"] = "nothing requires grad"
-        return rec
-    if n > max_n:
-        rec["skipped"] = f"N = {n} > --max-n {max_n}"
+    rec = _sized(sum(t.numel() for t in flat if isinstance(t, torch.Tensor) and t.requires_grad), max_n,
+                 "nothing requires grad")
+    if "skipped" in rec:
         return rec
     state = {k: v.clone() for k, v in m.state_dict().items()}
     anchor = torch.autograd.gradcheck if order == 1 else torch.autograd.gradgradcheck
@@ -264,13 +284,8 @@ def compare_check_module(m: Any, args: tuple[Any, ...], kwargs: dict[str, Any], 
     import gradaudit as ga
 
     checked = tuple(p for p in m.parameters() if p.requires_grad)
-    n = sum(p.numel() for p in checked)
-    rec: dict[str, Any] = {"n": n}
-    if not n:
-        rec["skipped"] = "no parameter requires grad"
-        return rec
-    if n > max_n:
-        rec["skipped"] = f"N = {n} > --max-n {max_n}"
+    rec = _sized(sum(p.numel() for p in checked), max_n, "no parameter requires grad")
+    if "skipped" in rec:
         return rec
 
     def with_own_parameters(*_: Any) -> Any:  # gradcheck perturbs the parameters in place
@@ -352,15 +367,9 @@ def main(argv: list[str] | None = None) -> int:
                 for name, kind, params in chosen:
                     torch.manual_seed(args.seed)  # the same inputs for an entry whatever else runs
                     rec: dict[str, Any] = {"name": name, "kind": kind}
-                    try:
-                        rec.update(check_case(kind, params, args.max_n, args.cap, args.order)
-                                   if args.api == "check" else check_module_case(kind, params, args.max_n, args.cap))
-                    except Exception as exc:  # noqa: BLE001 - the harness could not build the case
-                        rec["build_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
-                    rows.append(rec)
-                    if sink:
-                        sink.write(json.dumps(rec) + "\n")
-                        sink.flush()
+                    keep(rec, lambda kind=kind, params=params: (
+                        check_case(kind, params, args.max_n, args.cap, args.order) if args.api == "check"
+                        else check_module_case(kind, params, args.max_n, args.cap)), rows, sink)
             finally:
                 if sink:
                     sink.close()

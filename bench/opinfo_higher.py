@@ -25,12 +25,14 @@ and passes there (docs/history.md, "Forward-mode AD and the double backward on O
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import sys
 import time
 import warnings
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,22 @@ METHODS = {"forward": ("jvp", {"forward_ad": True}, "supports_forward_ad", "forw
 
 class _Timeout(BaseException):
     """A tool call ran past --cap (a BaseException: a function's own ``except Exception`` does not swallow it)."""
+
+
+@contextlib.contextmanager
+def one_quiet_thread() -> Iterator[None]:
+    """One torch thread and warnings ignored (some ops warn, deprecated names: the outcomes are what count), the
+    thread count put back after (the tests call main() in their own process)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _alarm(signum: int, frame: Any) -> None:
@@ -204,17 +222,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench/opinfo_higher.py: --samples and --max-n must be at least 1 and --cap positive; got "
               f"{args.samples}, {args.max_n} and {args.cap}.", file=sys.stderr)
         return 2
-    import torch
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # some ops warn (deprecated names); the verdicts are what count
-            ops = {o.strip() for o in args.ops.split(",") if o.strip()} if args.ops else None
-            rows = run(args.method, ops, args.samples, args.max_n, args.cap, args.out, args.db)
-    finally:
-        torch.set_num_threads(threads)
+    with one_quiet_thread():
+        ops = {o.strip() for o in args.ops.split(",") if o.strip()} if args.ops else None
+        rows = run(args.method, ops, args.samples, args.max_n, args.cap, args.out, args.db)
     print(summary(rows), end="")
     return 0
 
