@@ -446,6 +446,17 @@ def test_check_refuses_a_non_finite_expected(bad):
         ga.check(lambda x: (x * x).sum(), (x,), expected=[torch.tensor([2.0, bad], dtype=torch.float64)])
 
 
+@pytest.mark.parametrize("jacobian", [torch.diag(torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)),
+                                      [[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 3.0]]])
+def test_an_expectation_shaped_like_a_jacobian_is_refused_saying_what_expected_takes(jacobian):
+    # torch's own expand() message said nothing of what to change (a fresh-eyes audit)
+    x = torch.tensor([0.1, 0.2, 0.3], dtype=torch.float64, requires_grad=True)
+    said = r"expected\[0\] has shape \(3, 3\), and the gradient of input 0 has shape \(3,\): expected= takes the"
+    with pytest.raises(SpecError, match=said + " gradient of a function with one scalar output") as err:
+        ga.check(torch.sin, (x,), expected=[jacobian])
+    assert "not a Jacobian" in str(err.value) and "expand" not in str(err.value)
+
+
 def test_a_nan_gradient_at_a_finite_point_fails():
     class NanGrad(torch.autograd.Function):
         @staticmethod

@@ -342,3 +342,122 @@ def test_check_module_puts_back_a_head_built_on_first_use_and_a_hook_installed_o
     model(x)
     model(x)  # (a hook registered inside a forward runs from the next one on)
     assert len(model._forward_hooks) == 1 and model.calls == 1  # its own first forward's hook, once
+
+
+class _Trainer:  # a plain object (not a Module) that holds the model, as a training script's class does
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.model = model
+
+    def loss(self, t: torch.Tensor) -> torch.Tensor:
+        return self.model(t).square().sum()
+
+
+HOLDER = _Trainer(torch.nn.BatchNorm1d(3).double().train())
+
+
+def _held_loss(t: torch.Tensor) -> torch.Tensor:
+    return HOLDER.model(t).square().sum()  # (a module in an attribute of a global object)
+
+
+def test_modules_held_in_a_dict_a_list_or_an_objects_attribute_keep_their_buffers():
+    # the running statistics of a batch norm reached through self.model of a plain trainer, a dict or a list moved
+    # at every evaluation (num_batches_tracked 0 -> 49), where a module named directly kept them (a fresh-eyes audit)
+    bn = _batch_norm()
+    models, stack = {"enc": bn}, [bn]
+    trainer = _Trainer(bn)
+    kept = _kept(bn)
+    for fn in (trainer.loss, lambda t: models["enc"](t).sum(), lambda t: stack[0](t).sum()):
+        assert ga.check(fn, (_x(),)).verdict == "pass"  # batch norm's backward is right
+        assert _unchanged(bn, kept)
+    kept = _kept(HOLDER.model)
+    assert ga.check(_held_loss, (_x(),)).verdict == "pass"
+    assert _unchanged(HOLDER.model, kept)
+    # a container larger than HELD_ITEMS is data, not looked into (and costs nothing per check)
+    assert guard._held(list(range(guard.HELD_ITEMS + 1)), set()) == []
+
+
+def test_a_generator_passed_as_an_argument_starts_every_evaluation_from_its_state_and_is_left_there():
+    # noise drawn from a torch.Generator the function is given: each evaluation drew new noise, the check said "not
+    # deterministic" and blamed Python's random or NumPy, and the caller's generator was left advanced
+    def noisy(a: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+        return a * torch.rand(a.shape, generator=gen, dtype=a.dtype)
+
+    gen = torch.Generator().manual_seed(5)
+    state = gen.get_state()
+    for mode in ("full", "directional"):
+        res = ga.check(noisy, (_x(), gen), mode=mode)
+        assert res.verdict == "pass", res.report()  # d(a r)/da = r, the noise the forward drew: autograd's own
+        assert any("torch.Generator" in n for n in res.info["notes"])
+        assert torch.equal(gen.get_state(), state)
+    res = ga.check(lambda a, g=None: noisy(a, g), (_x(),), kwargs={"g": gen})
+    assert res.verdict == "pass" and torch.equal(gen.get_state(), state)
+
+    class Scaled(torch.autograd.Function):  # the same noise, a backward 1% off
+        @staticmethod
+        def forward(ctx, a, g):
+            r = torch.rand(a.shape, generator=g, dtype=a.dtype)
+            ctx.save_for_backward(r)
+            return a * r
+
+        @staticmethod
+        def backward(ctx, grad):
+            (r,) = ctx.saved_tensors
+            return grad * r * 1.01, None
+
+    assert ga.check(Scaled.apply, (_x(), gen)).verdict == "fail"
+    assert torch.equal(gen.get_state(), state)
+
+
+def test_a_check_inside_parametrize_cached_leaves_the_callers_next_backward_as_it_would_have_been():
+    # inside parametrize.cached(), the check's evaluations read the weight cached at their first (check_module FAILED
+    # a right model), and the caller's next forward read the weight the check had built: no gradient for its
+    # parameter (check_module), or a backward that raised (ga.compare freed what it needed) (a fresh-eyes audit)
+    import torch.nn.utils.parametrize as P
+    from torch.nn.utils.parametrizations import orthogonal
+
+    def model() -> torch.nn.Module:
+        torch.manual_seed(0)
+        lin = torch.nn.Linear(3, 3).double()
+        orthogonal(lin)
+        return lin
+
+    x = torch.linspace(-1.0, 2.0, 12, dtype=F64).reshape(4, 3)
+    ref = model()
+    with P.cached():
+        ref(x).sum().backward()  # the caller's step with no check: the gradient every check must leave possible
+    want = ref.parametrizations.weight.original.grad
+
+    def linear(lin: torch.nn.Module) -> object:
+        return lambda t: torch.nn.functional.linear(t, lin.weight.to(t.dtype))
+
+    checks = {"check": lambda lin: ga.check(lambda t: lin(t), (x.clone().requires_grad_(),)),
+              "check_module": lambda lin: ga.check_module(lin, (x,)),
+              "compare": lambda lin: ga.compare(linear(lin), linear(lin), (x.clone().requires_grad_(),))}
+    for what, run in checks.items():
+        lin = model()
+        with P.cached():
+            lin(x)  # the caller's own forward fills the cache first
+            cache, entries = P._cache, dict(P._cache)
+            assert run(lin).verdict == "pass", what  # orthogonal and linear: autograd's own backwards
+            assert P._cache_enabled == 1 and P._cache is cache and P._cache == entries, what
+            lin(x).sum().backward()
+        assert torch.equal(lin.parametrizations.weight.original.grad, want), what
+    assert P._cache_enabled == 0
+
+
+def test_a_comparison_leaves_a_graph_the_caller_built_on_a_models_buffers_usable():
+    # ga.compare put every buffer of the modules it ran back with copy_, moved or not: the copy bumped its version,
+    # and a graph the caller had built before (batch norm in eval() saves its running statistics for the backward)
+    # raised "modified by an inplace operation" at the caller's next backward
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm1d(3).double().eval()
+    x = _x()
+    out = bn(x)
+
+    def norm(t: torch.Tensor) -> torch.Tensor:
+        return bn(t.double()).to(t.dtype)
+
+    assert ga.compare(norm, norm, (_x(),)).verdict == "pass"  # a function compared with itself
+    out.sum().backward()
+    # eval(): y = (x - mean) / sqrt(var + eps) * w + b with mean 0, var 1, w 1: dy/dx = 1 / sqrt(1 + eps)
+    assert torch.allclose(x.grad, torch.full((5, 3), (1.0 + bn.eps) ** -0.5, dtype=F64), rtol=1e-12, atol=0.0)

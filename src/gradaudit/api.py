@@ -23,7 +23,15 @@ from . import judge as J
 from .errors import EvaluationError, GradientMismatch, InputMutated, NotDeterministic, OutputsChanged, SpecError
 from .evaluate import TINY, Info, Problem, grad
 from .findings import Findings
-from .guard import CheckTimeout, host_random, restore_host_random, time_limit, with_private_buffers
+from .guard import (
+    CheckTimeout,
+    host_random,
+    parametrizations_uncached,
+    restore_host_random,
+    restore_parametrizations,
+    time_limit,
+    with_private_buffers,
+)
 from .naming import Described, describe, literal, rerun
 from .record import Comparison, ErrorInfo, Evidence, InputMeta, Location, Record
 from .render.common import plural
@@ -179,6 +187,9 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
             positional, named = tree_unflatten(values, spec)
             return fn(*positional, **named)
 
+    generators = list({id(x): x for x in xs if isinstance(x, torch.Generator)}.values())
+    if generators:
+        call = _from_their_states(call, generators)
     # copies: the function may write to its inputs, and the caller's tensors must stay as they were
     # (on the CPU, where all evidence is worked out: each call moves them to the caller's device and back); a
     # checked complex input as its real view, a complex tensor passed through as it is
@@ -221,11 +232,33 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
                 f"input(s) {', '.join(raised)} checked in float64 (complex128 for a complex input): the function ran "
                 "on float64 copies, so this checks its gradient formula, not a code path it takes only in the lower "
                 "precision; ga.compare checks a kernel at its own precision against float64")
+    if generators:
+        problem.notes.append(f"torch.Generator argument(s) passed to the function ({len(generators)}): every "
+                             "evaluation started them from their state at the check's start, where they are left, so "
+                             "the function is checked as one deterministic function")
     if problem.random:
         problem.notes.append(f"the function draws random numbers: every evaluation started from the same random "
                              f"state (torch generators seeded with {seed}, the caller's state restored), so it is "
                              "checked as one deterministic function")
     return problem
+
+
+def _from_their_states(call: Callable[..., Any], generators: list[Any]) -> Callable[..., Any]:
+    """*call*, every run of which starts the torch.Generator objects among the function's arguments from their
+    states at the check's start and leaves them there, as the global generators are handled (Problem._call): a
+    function drawing its noise from a generator it is given was NotDeterministic, blamed on Python's random or
+    NumPy, and the caller's generator was left advanced by every evaluation (a fresh-eyes audit)."""
+    states = [(g, g.get_state()) for g in generators]
+
+    def from_their_states(*leaves: Any) -> Any:
+        for g, state in states:
+            g.set_state(state)
+        try:
+            return call(*leaves)
+        finally:
+            for g, state in states:
+                g.set_state(state)
+    return from_their_states
 
 
 _PLAIN = (int, float, bool, complex, str, bytes, type(None))  # arguments that are never pytree containers
@@ -403,9 +436,11 @@ def _first_calls(problem: Problem) -> None:
             at = int(diff.reshape(-1).argmax())
             raise EvaluationError("the function", NotDeterministic(
                 f"not deterministic: two evaluations at the same point differ by {float(diff.max()):.3g} (output {k}, "
-                f"flat element {at}), although every evaluation started from the same torch random state. "
-                "A gradient check needs a function of its inputs alone: remove other sources of randomness "
-                "(Python's random, numpy, time) or fix them inside the function"))
+                f"flat element {at}), although every evaluation started from the same torch random state (its "
+                "global generators, and any torch.Generator passed as an argument). A gradient check needs a "
+                "function of its inputs alone: remove other sources of randomness (Python's random, numpy, time, a "
+                "torch.Generator the function holds itself) or fix them inside the function, or pass that "
+                "generator as an argument"))
 
 
 GRID = "its values"  # (in place of a graph node: the outputs found on a coarse grid, _opaque_casts)
@@ -691,13 +726,15 @@ def _check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Describe
            timeout: float | None = None, kwargs: Mapping[str, Any] | None = None,
            notes: Sequence[str] = ()) -> CheckResult:
     """The check under its guards: gradients on (also inside the caller's no_grad or inference_mode), the
-    caller's grad mode and random state (torch's, Python's and NumPy's) restored after, and the time limit."""
+    caller's grad mode and random state (torch's, Python's and NumPy's) restored after, and the time limit; inside
+    the caller's ``torch.nn.utils.parametrize.cached()``, its cache off while the check runs and put back after."""
     __tracebackhide__ = _hide_spec_errors
     import torch
 
     start = time.perf_counter()
     label = name or who.name
     host = host_random()
+    cache = parametrizations_uncached()
     mine: object = None  # this check's time limit (its CheckTimeout carries it)
     try:
         if timeout is None and torch.is_grad_enabled() and not torch.is_inference_mode_enabled():
@@ -722,6 +759,7 @@ def _check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Describe
         return _errored(label, who, mode, repro, *_labelled(fn, inputs, kwargs, names), timed_out, start)
     finally:
         restore_host_random(host)
+        restore_parametrizations(cache)
 
 
 def _checked(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Described, repro: str, mode: str,
@@ -1314,6 +1352,16 @@ def _precheck_expected(fn: Callable[..., Any], inputs: Sequence[Any] | Any, kwar
             else:
                 want = torch.as_tensor(expected[pos], dtype=torch.float64).expand(x.shape)
         except (TypeError, ValueError, RuntimeError, OverflowError) as exc:
+            try:
+                given = tuple(torch.as_tensor(expected[pos]).shape)
+            except (TypeError, ValueError, RuntimeError, OverflowError):
+                given = None
+            if given is not None and len(given) > x.dim():  # (a Jacobian, say: more dimensions than the input)
+                raise SpecError(f"expected[{pos}] has shape {tuple(given)}, and the gradient of input {pos} has "
+                                f"shape {tuple(x.shape)}: expected= takes the gradient of a function with one scalar "
+                                "output, a value of the input's shape (or one that broadcasts to it), not a "
+                                "Jacobian. For a function of several outputs, check a scalar of them (lambda x: "
+                                "f(x).sum()) or leave expected= out.", field="expected") from None
             raise SpecError(f"expected[{pos}] cannot be compared with the gradient of input {pos} (shape "
                             f"{tuple(x.shape)}{', complex' if x.is_complex() else ''}): {exc}.",
                             field="expected") from None

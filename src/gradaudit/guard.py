@@ -18,6 +18,7 @@ import signal
 import sys
 import threading
 import time
+import types
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -194,6 +195,29 @@ def restore_host_random(saved: tuple[Any, Any]) -> None:
                 legacy.set_state(full)
 
 
+def parametrizations_uncached() -> tuple[Any, int, Any] | None:
+    """Turn off the cache of ``torch.nn.utils.parametrize.cached()`` for a check, where the caller is inside one:
+    the cache keeps a parametrized weight from its first computation, so every evaluation of the check read the
+    weight of the first (perturbed parameters changed nothing: a correct model FAILED ``check_module``), and the
+    caller's next forward read the weight the check had built from its private copies of the parameters, whose
+    backward gave the caller's parameters no gradient (a fresh-eyes audit). What :func:`restore_parametrizations`
+    takes to put the caller's cache back as it was (None: no cache is on, nothing to do)."""
+    module = sys.modules.get("torch.nn.utils.parametrize")
+    enabled = getattr(module, "_cache_enabled", 0)
+    if not enabled or not isinstance(enabled, int):
+        return None
+    saved = (module, enabled, module._cache)  # type: ignore[union-attr]
+    module._cache_enabled, module._cache = 0, {}  # type: ignore[union-attr]
+    return saved
+
+
+def restore_parametrizations(saved: tuple[Any, int, Any] | None) -> None:
+    """Put back the caller's parametrization cache that :func:`parametrizations_uncached` turned off."""
+    if saved is not None:
+        module, enabled, cache = saved
+        module._cache_enabled, module._cache = enabled, cache
+
+
 def _python_state() -> tuple[Any, Any, Any] | None:
     rnd = sys.modules.get("random")
     inst = getattr(rnd, "_inst", None)
@@ -318,7 +342,9 @@ def with_private_buffers(fn: Callable[..., Any]) -> Callable[..., Any]:
     train() mode updates its running statistics in place at every forward, and a check's many evaluations changed
     the caller's model (and each saw the statistics the one before left). The modules are the ones *fn* names:
     *fn* itself, a bound method's owner, a functools.partial's function and arguments, and the modules its code
-    reads from its closure or its globals (one level: not those of the functions it calls). Every call starts
+    reads from its closure or its globals (one level: not those of the functions it calls), with those a dict, list
+    or tuple there holds and those held in the attributes its code reads of an object there or of a bound
+    method's owner (:func:`_held`). Every call starts
     from the buffers' values at the check's start (one copy per tensor: a buffer two modules share stays shared),
     and the modules hold their own buffer objects again after it (as check_module, whose own function is marked
     and left as it is). A buffer the call replaced is the module's own doing and stays as the call left it, no
@@ -376,8 +402,41 @@ def modules_named(fn: Any) -> list[Any]:
         if scope:
             named += [scope.get(name) for name in code.co_names]
     module = torch.nn.Module
+    reads = set(code.co_names) if code is not None else set()
     found: dict[int, Any] = {}
     for obj in named:
         if isinstance(obj, module):
             found.setdefault(id(obj), obj)
+        elif obj is not None:
+            for inner in _held(obj, reads):
+                if isinstance(inner, module):
+                    found.setdefault(id(inner), inner)
     return list(found.values())
+
+
+#: the most items of a dict, list or tuple looked into for modules (a larger one is data, not a model's holder)
+HELD_ITEMS = 1000
+
+
+def _held(obj: Any, reads: set[str]) -> list[Any]:
+    """What *obj* (named by the function, not a module itself) holds that may be a module the function runs: the
+    values of a plain dict, list or tuple (models["enc"], stack[0]), and, of an instance of a class of the user's
+    (a trainer whose bound method runs self.model), the attributes the function's code reads by name (*reads*), and
+    the values of a dict, list or tuple held there. BatchNorm's running statistics in such a model moved at every
+    evaluation of a check (a fresh-eyes audit), where a module named directly was guarded."""
+    if isinstance(obj, (dict, list, tuple)):  # (their own methods read them: a subclass's overrides run nothing)
+        if len(obj) > HELD_ITEMS:
+            return []
+        return list(dict.values(obj) if isinstance(obj, dict) else
+                    list.__iter__(obj) if isinstance(obj, list) else tuple.__iter__(obj))
+    if isinstance(obj, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+                        functools.partial)):
+        return []
+    try:
+        attrs = getattr(obj, "__dict__", None)
+    except Exception:  # (a proxy whose attribute access runs code of its own: nothing to look into)
+        return []
+    if type(attrs) is not dict or not reads:
+        return []
+    got = [attrs[name] for name in reads if name in attrs]
+    return got + [inner for value in got if isinstance(value, (dict, list, tuple)) for inner in _held(value, reads)]

@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import judge as J
 from .errors import EvaluationError, InputMutated, SpecError
-from .guard import host_random, modules_named, restore_host_random
+from .guard import host_random, modules_named, parametrizations_uncached, restore_host_random, restore_parametrizations
 from .naming import Described, describe, tensor_literal
 from .record import (
     Allowance,
@@ -936,15 +936,21 @@ def compare(candidate: Callable[..., Any], reference: Callable[..., Any], inputs
     lazy = getattr(torch.nn.parameter, "UninitializedBuffer", ())  # (a lazy module's: no values to keep yet)
     buffers = [(b, b.detach().clone()) for m in modules.values() for b in m.buffers() if not isinstance(b, lazy)]
     rng, host = torch.random.get_rng_state(), host_random()  # (host: Python's and NumPy's)
+    cache = parametrizations_uncached()  # (a weight cached in one dtype must not serve the others)
     try:
         return _compare(candidate, reference, inputs, dtypes=dtypes, ratio=ratio, seed=seed, device=device,
                         tolerance=tolerance, names=names, name=name)
     finally:
         with torch.no_grad():
             for b, saved in buffers:
-                b.copy_(saved)
+                # only where a value moved: a copy bumps the buffer's version, and a graph the caller built before the
+                # comparison that saved it (batch norm in eval(), an orthogonal parametrization's base) then raised
+                # "modified by an inplace operation" at the caller's next backward
+                if not (b.shape == saved.shape and torch.equal(b, saved)):
+                    b.copy_(saved)
         torch.random.set_rng_state(rng)
         restore_host_random(host)
+        restore_parametrizations(cache)
 
 
 def _compare(candidate: Callable[..., Any], reference: Callable[..., Any], inputs: Sequence[Any] | Any, *,
