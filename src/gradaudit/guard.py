@@ -403,40 +403,49 @@ def modules_named(fn: Any) -> list[Any]:
             named += [scope.get(name) for name in code.co_names]
     module = torch.nn.Module
     reads = set(code.co_names) if code is not None else set()
+    skip = (*_NOT_HOLDERS, torch.Tensor)
     found: dict[int, Any] = {}
     for obj in named:
         if isinstance(obj, module):
             found.setdefault(id(obj), obj)
         elif obj is not None:
-            for inner in _held(obj, reads):
-                if isinstance(inner, module):
+            for inner in _held(obj, reads, skip):
+                if issubclass(type(inner), module):
                     found.setdefault(id(inner), inner)
     return list(found.values())
 
 
 #: the most items of a dict, list or tuple looked into for modules (a larger one is data, not a model's holder)
 HELD_ITEMS = 1000
+#: objects never looked into for modules: classes, modules, functions, numbers and strings (tensors too: _held)
+_NOT_HOLDERS: tuple[type, ...] = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
+                                  types.MethodType, functools.partial, int, float, complex, str, bytes)
 
 
-def _held(obj: Any, reads: set[str]) -> list[Any]:
+def _held(obj: Any, reads: set[str], skip: tuple[type, ...] = _NOT_HOLDERS) -> list[Any]:
     """What *obj* (named by the function, not a module itself) holds that may be a module the function runs: the
-    values of a plain dict, list or tuple (models["enc"], stack[0]), and, of an instance of a class of the user's
-    (a trainer whose bound method runs self.model), the attributes the function's code reads by name (*reads*), and
+    values of a dict, list or tuple (models["enc"], stack[0]), and, of an instance of a class of the user's (a
+    trainer whose bound method runs self.model), the attributes the function's code reads by name (*reads*), and
     the values of a dict, list or tuple held there. BatchNorm's running statistics in such a model moved at every
-    evaluation of a check (a fresh-eyes audit), where a module named directly was guarded."""
-    if isinstance(obj, (dict, list, tuple)):  # (their own methods read them: a subclass's overrides run nothing)
-        if len(obj) > HELD_ITEMS:
+    evaluation of a check (a fresh-eyes audit), where a module named directly was guarded. The object's class
+    decides (type(), not isinstance, which reads __class__ through a class's own __getattribute__), and its
+    instance dict is read past its class's attribute machinery: no code of the user's runs. *skip*: the classes
+    never looked into (modules_named adds torch.Tensor)."""
+    cls = type(obj)
+    if issubclass(cls, (dict, list, tuple)):  # (their own methods read them: a subclass's overrides run nothing)
+        if (dict.__len__ if issubclass(cls, dict) else list.__len__ if issubclass(cls, list)
+                else tuple.__len__)(obj) > HELD_ITEMS:
             return []
-        return list(dict.values(obj) if isinstance(obj, dict) else
-                    list.__iter__(obj) if isinstance(obj, list) else tuple.__iter__(obj))
-    if isinstance(obj, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
-                        functools.partial)):
+        return list(dict.values(obj) if issubclass(cls, dict) else
+                    list.__iter__(obj) if issubclass(cls, list) else tuple.__iter__(obj))
+    if not reads or issubclass(cls, skip):
         return []
     try:
-        attrs = getattr(obj, "__dict__", None)
-    except Exception:  # (a proxy whose attribute access runs code of its own: nothing to look into)
+        attrs = object.__getattribute__(obj, "__dict__")
+    except Exception:  # (no instance dict: __slots__, a builtin)
         return []
-    if type(attrs) is not dict or not reads:
+    if type(attrs) is not dict:
         return []
     got = [attrs[name] for name in reads if name in attrs]
-    return got + [inner for value in got if isinstance(value, (dict, list, tuple)) for inner in _held(value, reads)]
+    return got + [inner for value in got if issubclass(type(value), (dict, list, tuple))
+                  for inner in _held(value, reads, skip)]
