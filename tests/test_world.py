@@ -461,3 +461,123 @@ def test_a_comparison_leaves_a_graph_the_caller_built_on_a_models_buffers_usable
     out.sum().backward()
     # eval(): y = (x - mean) / sqrt(var + eps) * w + b with mean 0, var 1, w 1: dy/dx = 1 / sqrt(1 + eps)
     assert torch.allclose(x.grad, torch.full((5, 3), (1.0 + bn.eps) ** -0.5, dtype=F64), rtol=1e-12, atol=0.0)
+
+
+def test_a_dict_of_models_is_looked_into_at_the_keys_the_function_reads_it_by():
+    # a dict of twelve models of which the function runs one had every model's buffers copied at every evaluation
+    # (0.59 s a check against 0.001 s, a review): only those at the constant keys it is read by are found now
+    enc, dec, spare = (torch.nn.BatchNorm1d(3).double() for _ in range(3))
+    models = {"enc": enc, "dec": dec, "spare": spare}
+    pair = {"a": [enc, dec]}
+
+    def one(t: torch.Tensor) -> torch.Tensor:
+        return models["enc"](t).sum()
+
+    def any_of(t: torch.Tensor, key: str = "dec") -> torch.Tensor:
+        return models[key](t).sum()  # (a key the code does not hold: every model)
+
+    def nested(t: torch.Tensor) -> torch.Tensor:
+        return pair["a"][1](t).sum()  # (what a value holds in turn)
+
+    assert guard.modules_named(one) == [enc]
+    assert {id(m) for m in guard.modules_named(any_of)} == {id(enc), id(dec), id(spare)}
+    assert {id(m) for m in guard.modules_named(nested)} == {id(enc), id(dec)}
+    kept = _kept(dec)
+    assert ga.check(nested, (_x(),)).verdict == "pass"
+    assert _unchanged(dec, kept)
+
+
+def test_check_module_starts_a_generator_the_forward_takes_from_its_state_and_leaves_it_there():
+    class Noisy(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(3, 2).double()
+
+        def forward(self, t: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+            return self.lin(t) * torch.rand(2, generator=gen, dtype=t.dtype)
+
+    torch.manual_seed(0)
+    gen = torch.Generator().manual_seed(3)
+    state = gen.get_state()
+    res = ga.check_module(Noisy(), (_x(), gen))
+    assert res.verdict == "pass", res.report()  # Linear's backward, scaled by the noise the forward drew: autograd's
+    assert torch.equal(gen.get_state(), state)
+    assert any("torch.Generator" in n for n in res.info["notes"])
+
+
+def test_the_global_generator_passed_as_an_argument_is_seeded_with_seed_as_when_none_is_passed():
+    # resetting it to the caller's state undid the per-evaluation seeding: seed= changed nothing (a review)
+    drawn: list[float] = []
+
+    def noisy(a: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+        r = torch.rand(a.shape, generator=gen, dtype=a.dtype)
+        drawn.append(float(r.reshape(-1)[0]))
+        return a * r
+
+    firsts = []
+    for seed in (0, 1):
+        drawn.clear()
+        assert ga.check(noisy, (_x(), torch.random.default_generator), seed=seed).verdict == "pass"
+        assert len(set(drawn)) == 1  # every evaluation drew the same
+        firsts.append(drawn[0])
+    # torch's first uniform draw after manual_seed(seed), the check's own seeding
+    assert firsts == [float(torch.rand(1, generator=torch.Generator().manual_seed(s), dtype=F64)) for s in (0, 1)]
+
+
+def test_another_threads_cached_block_ending_during_a_check_leaves_parametrize_as_torch_would():
+    # a check turned the cache's counter to 0 and put the caller's 1 back: another thread's cached() that ended
+    # meanwhile left it at 1 for good, and every later forward read a stale weight (a review)
+    import threading
+
+    import torch.nn.utils.parametrize as P
+    from torch.nn.utils.parametrizations import orthogonal
+
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(3, 3).double()
+    orthogonal(lin)
+    x = torch.linspace(-1.0, 2.0, 12, dtype=F64).reshape(4, 3)
+    entered, started, left = threading.Event(), threading.Event(), threading.Event()
+
+    def other() -> None:
+        with P.cached():
+            lin(x)
+            entered.set()
+            started.wait(10)
+        left.set()
+
+    def slow(t: torch.Tensor) -> torch.Tensor:
+        started.set()
+        left.wait(10)
+        return (t * t).sum()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    entered.wait(10)
+    assert ga.check(slow, (_x(),)).verdict == "pass"
+    thread.join()
+    assert P._cache_enabled == 0 and P._cache == {}
+
+
+def test_a_comparison_of_a_model_with_a_sparse_buffer_keeps_its_result_and_puts_the_rest_back():
+    # torch.equal takes no sparse tensor: the new copy-back test raised in compare's cleanup, and the verdict and the
+    # random state's restoring were lost (a review)
+    class Graph(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("adj", torch.eye(3, dtype=F64).to_sparse())
+            self.register_buffer("steps", torch.zeros((), dtype=F64))
+            self.lin = torch.nn.Linear(2, 2).double()
+
+        def forward(self, t: torch.Tensor) -> torch.Tensor:
+            self.steps += 1
+            return torch.sparse.mm(self.adj, self.lin(t))
+
+    torch.manual_seed(0)
+    graph = Graph()
+    state = torch.random.get_rng_state()
+
+    def f(t: torch.Tensor) -> torch.Tensor:
+        return graph(t.double()).to(t.dtype).sum()
+
+    assert ga.compare(f, f, (torch.linspace(-1.0, 1.0, 6).reshape(3, 2).requires_grad_(),)).verdict == "pass"
+    assert float(graph.steps) == 0.0 and torch.equal(torch.random.get_rng_state(), state)

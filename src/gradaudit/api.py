@@ -20,16 +20,24 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from . import evaluate as E
 from . import judge as J
-from .errors import EvaluationError, GradientMismatch, InputMutated, NotDeterministic, OutputsChanged, SpecError
+from .errors import (
+    EvaluationError,
+    GradientMismatch,
+    InputMutated,
+    NotDeterministic,
+    OutputsChanged,
+    SpecError,
+    hide_spec_errors,
+    said,
+)
 from .evaluate import TINY, Info, Problem, grad
 from .findings import Findings
 from .guard import (
     CheckTimeout,
     host_random,
-    parametrizations_uncached,
     restore_host_random,
-    restore_parametrizations,
     time_limit,
+    with_fresh_parametrizations,
     with_private_buffers,
 )
 from .naming import Described, describe, literal, rerun
@@ -104,6 +112,7 @@ class CheckResult(J.RecordsVerdict):
 
 def _validate(fn: Any, mode: Any, order: Any, seed: Any, tolerance: Any, nondet_tol: Any, forward_ad: Any,
               name: Any, timeout: Any = None) -> None:
+    __tracebackhide__ = _hide_spec_errors
     check_timeout(timeout)
     if not callable(fn):
         raise SpecError(f"fn must be callable (a function, MyFunction.apply or a module); got "
@@ -137,10 +146,7 @@ def _as_list(inputs: Sequence[Any] | Any) -> list[Any]:
     return list(inputs) if isinstance(inputs, (tuple, list)) else [inputs]
 
 
-def _hide_spec_errors(excinfo: Any) -> bool:
-    """pytest's __tracebackhide__ for the frames a SpecError passes through: the message says what to fix, and the
-    check's own source around it says nothing to the test's author (any other exception shows them)."""
-    return bool(excinfo.errisinstance(SpecError))
+_hide_spec_errors = hide_spec_errors
 
 
 def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequence[str] | None,
@@ -176,7 +182,7 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
             raise SpecError(f"input {i} has dtype {xs[i].dtype}; gradients exist only for floating-point and "
                             "complex tensors.", field="inputs")
     complex_in = [i for i in diff if xs[i].is_complex()]
-    fn = with_private_buffers(fn)
+    fn = with_fresh_parametrizations(with_private_buffers(fn))
     call: Callable[..., Any] = fn
     if spec is not None or complex_in:
 
@@ -187,7 +193,7 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
             positional, named = tree_unflatten(values, spec)
             return fn(*positional, **named)
 
-    generators = list({id(x): x for x in xs if isinstance(x, torch.Generator)}.values())
+    generators = _argument_generators(xs)
     if generators:
         call = _from_their_states(call, generators)
     # copies: the function may write to its inputs, and the caller's tensors must stay as they were
@@ -197,6 +203,8 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
     problem = Problem(call, promoted, labels, diff, rng_seed=seed, devices=devices,
                       rng_devices=tuple(sorted({x.device.index or 0 for x in xs if torch.is_tensor(x) and x.is_cuda})))
     problem.notes.extend(notes)
+    problem.device_holder = getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None)
+    problem.device_context = getattr(problem.device_holder, "device_context", None)
     aliases: dict[int, int] = {}
     for i in diff:
         first = aliases.setdefault(id(xs[i]), i)
@@ -222,7 +230,7 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
                                    for i, x in enumerate(xs)])[0]
         problem.random = None
         _first_calls(problem)
-        problem.notes.append(f"the function failed in float64 ({type(exc.original).__name__}: {exc.original}); "
+        problem.notes.append(f"the function failed in float64 ({type(exc.original).__name__}: {said(exc.original)}); "
                              "checked in the inputs' own dtype")
     else:
         raised = [f"'{labels[i]}' ({str(xs[i].dtype).removeprefix('torch.')})" for i in diff
@@ -241,6 +249,18 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
                              f"state (torch generators seeded with {seed}, the caller's state restored), so it is "
                              "checked as one deterministic function")
     return problem
+
+
+def _argument_generators(leaves: Sequence[Any]) -> list[Any]:
+    """The torch.Generator objects among the function's arguments, each once; not torch's global ones (a
+    ``generator=torch.default_generator`` argument), which every evaluation seeds with the check's *seed* already
+    (resetting them to the caller's state undid that, and *seed* changed nothing: a review)."""
+    import torch
+
+    globals_ = {id(torch.random.default_generator)}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        globals_ |= {id(g) for g in torch.cuda.default_generators}
+    return list({id(x): x for x in leaves if isinstance(x, torch.Generator) and id(x) not in globals_}.values())
 
 
 def _from_their_states(call: Callable[..., Any], generators: list[Any]) -> Callable[..., Any]:
@@ -402,7 +422,12 @@ def _first_calls(problem: Problem) -> None:
         problem.notes.append("left out of the check (as gradcheck does): " + "; ".join(left_out))
     moved, problem.moved = problem.moved, None  # the copies the function got on its device, if any
     for i, (name, x, before) in enumerate(zip(problem.names, problem.inputs, pristine)):
-        if before is not None and not (_same(x, before) and (moved is None or _same(moved[i].detach().cpu(), before))):
+        # (and the tensor the first call got: x.data = x.data * 2 rebinds its data, where x keeps its own: that
+        # was inconclusive, "flat or dominated by a large constant", a fresh-eyes audit)
+        leaf = leaves[i]
+        if before is not None and not (_same(x, before) and (moved is None or _same(moved[i].detach().cpu(), before))
+                                       and (leaf.layout != torch.strided or leaf.data_ptr() == x.data_ptr()
+                                            or _same(leaf.detach(), before))):
             raise EvaluationError("the function", InputMutated(
                 f"the function changes its input '{name}' in place (through .data, .copy_ or an in-place op under "
                 "no_grad), so every evaluation sees a different point and its gradient there is not defined. "
@@ -415,6 +440,12 @@ def _first_calls(problem: Problem) -> None:
         except EvaluationError as exc:  # with gradients off the function fails: perhaps it differentiates inside
             if problem.needs_grad:
                 raise
+            try:  # unless it does not fail again (a transient error PASSED, blamed on gradients off: an audit)
+                problem.call(*problem.inputs)
+            except EvaluationError:
+                pass
+            else:
+                raise
             problem.needs_grad = True
             try:
                 again = _outputs(problem.call(*problem.inputs))
@@ -422,7 +453,7 @@ def _first_calls(problem: Problem) -> None:
                 problem.needs_grad = False
                 raise exc from None
             problem.notes.append(f"the function fails with gradients off ({type(exc.original).__name__}: "
-                                 f"{str(exc.original).splitlines()[0][:120] if str(exc.original) else ''}): every "
+                                 f"{said(exc.original).splitlines()[0][:120] if said(exc.original) else ''}): every "
                                  "evaluation ran with gradients on and fresh leaves, as gradcheck's do")
     for k, (a, b) in enumerate(zip(problem.outputs, again)):
         if _same(a, b):
@@ -667,6 +698,9 @@ def check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, mode: Mode = "
     *inputs* are fn's positional arguments and *kwargs* its keyword arguments, nested containers of
     tensors allowed: every tensor in either that requires grad is checked (named by its parameter or
     key), everything else reaches *fn* unchanged; *fn* always runs on private copies.
+
+    *timeout* (seconds) gives the ``error`` verdict when the check takes longer: in the main thread of a
+    POSIX process a timer interrupts *fn* itself; elsewhere the limit is checked between evaluations.
     """
     __tracebackhide__ = _hide_spec_errors
     _refuse_unknown(unknown, "ga.check")
@@ -705,6 +739,7 @@ GRADCHECK_ARGUMENTS = {
 def _refuse_unknown(unknown: Mapping[str, Any], api: str,
                     takes: str = "mode, tolerance, forward_ad, order, seed, names, expected, nondet_tol, name, "
                                  "timeout and kwargs") -> None:
+    __tracebackhide__ = _hide_spec_errors
     if not unknown:
         return
     arg = sorted(unknown)[0]
@@ -726,15 +761,13 @@ def _check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Describe
            timeout: float | None = None, kwargs: Mapping[str, Any] | None = None,
            notes: Sequence[str] = ()) -> CheckResult:
     """The check under its guards: gradients on (also inside the caller's no_grad or inference_mode), the
-    caller's grad mode and random state (torch's, Python's and NumPy's) restored after, and the time limit; inside
-    the caller's ``torch.nn.utils.parametrize.cached()``, its cache off while the check runs and put back after."""
+    caller's grad mode and random state (torch's, Python's and NumPy's) restored after, and the time limit."""
     __tracebackhide__ = _hide_spec_errors
     import torch
 
     start = time.perf_counter()
     label = name or who.name
     host = host_random()
-    cache = parametrizations_uncached()
     mine: object = None  # this check's time limit (its CheckTimeout carries it)
     try:
         if timeout is None and torch.is_grad_enabled() and not torch.is_inference_mode_enabled():
@@ -759,7 +792,6 @@ def _check(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Describe
         return _errored(label, who, mode, repro, *_labelled(fn, inputs, kwargs, names), timed_out, start)
     finally:
         restore_host_random(host)
-        restore_parametrizations(cache)
 
 
 def _checked(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, who: Described, repro: str, mode: str,
@@ -1312,14 +1344,18 @@ def _jvp(problem: Problem, j: int, u: torch.Tensor) -> list[torch.Tensor]:
         except Exception as exc:
             raise EvaluationError("forward-mode AD", exc) from exc
         xs = problem.with_input(j, dual)
-        if inside:
-            xs = [x if i == j or i not in problem.diff or not torch.is_tensor(x) or not x.is_floating_point()
-                  else x.detach().requires_grad_(True) for i, x in enumerate(xs)]
-            expired()
-            with E.GradMode(True):
-                outs = problem._call(*xs)
-        else:
-            outs = problem.call(*xs)
+        try:
+            if inside:
+                xs = [x if i == j or i not in problem.diff or not torch.is_tensor(x) or not x.is_floating_point()
+                      else x.detach().requires_grad_(True) for i, x in enumerate(xs)]
+                expired()
+                with E.GradMode(True):
+                    outs = problem._call(*xs)
+            else:
+                outs = problem.call(*xs)
+        except EvaluationError as exc:  # (named for what ran: the report said "the function raised" for a jvp's error)
+            raise EvaluationError("forward-mode AD (forward_ad=True: the function on dual numbers, or its jvp)",
+                                  exc.original) from exc.original
         tangents = []
         for o in outs:
             t = fwad.unpack_dual(o).tangent
@@ -1332,6 +1368,7 @@ def _precheck_expected(fn: Callable[..., Any], inputs: Sequence[Any] | Any, kwar
     """expected= against the inputs, before any evaluation: one finite value per input that requires grad (the leaves,
     in the order the check takes them), returned as float64 tensors; a complex input's as its real and imaginary
     parts (torch.view_as_real of the gradient torch stores in z.grad), as the check compares its gradient."""
+    __tracebackhide__ = _hide_spec_errors
     import torch
 
     if isinstance(expected, (str, bytes)) or not isinstance(expected, Sequence):
@@ -1353,11 +1390,14 @@ def _precheck_expected(fn: Callable[..., Any], inputs: Sequence[Any] | Any, kwar
                 want = torch.as_tensor(expected[pos], dtype=torch.float64).expand(x.shape)
         except (TypeError, ValueError, RuntimeError, OverflowError) as exc:
             try:
-                given = tuple(torch.as_tensor(expected[pos]).shape)
+                value = torch.as_tensor(expected[pos])
+                given = None if value.is_complex() and not x.is_complex() else tuple(value.shape)
             except (TypeError, ValueError, RuntimeError, OverflowError):
                 given = None
-            if given is not None and len(given) > x.dim():  # (a Jacobian, say: more dimensions than the input)
-                raise SpecError(f"expected[{pos}] has shape {tuple(given)}, and the gradient of input {pos} has "
+            # a Jacobian: the output's dimensions (more than one element) before the input's own shape
+            if (given is not None and len(given) > x.dim() and given[len(given) - x.dim():] == tuple(x.shape)
+                    and math.prod(given[:len(given) - x.dim()]) > 1):
+                raise SpecError(f"expected[{pos}] has shape {given}, and the gradient of input {pos} has "
                                 f"shape {tuple(x.shape)}: expected= takes the gradient of a function with one scalar "
                                 "output, a value of the input's shape (or one that broadcasts to it), not a "
                                 "Jacobian. For a function of several outputs, check a scalar of them (lambda x: "
@@ -1373,6 +1413,7 @@ def _precheck_expected(fn: Callable[..., Any], inputs: Sequence[Any] | Any, kwar
 
 
 def _check_expected(problem: Problem) -> None:
+    __tracebackhide__ = _hide_spec_errors
     if len(problem.outputs) != 1 or problem.outputs[0].numel() != 1:
         raise SpecError("expected= applies to a function with one scalar output.", field="expected")
 
@@ -1601,7 +1642,7 @@ def _errored(label: str, who: Described, mode: str, repro: str, inputs: Sequence
     import torch
 
     original = exc.original
-    error = ErrorInfo(type(original).__name__, str(original),
+    error = ErrorInfo(type(original).__name__, said(original),
                       "".join(traceback.format_exception(type(original), original, original.__traceback__)).rstrip(),
                       exc.where)
     labels = list(names) if names is not None and len(names) == len(inputs) else [f"input{i}" for i in
@@ -1637,7 +1678,7 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
     """
     __tracebackhide__ = _hide_spec_errors
     import torch
-    from torch.utils._pytree import tree_map_only
+    from torch.utils._pytree import tree_leaves, tree_map_only
 
     if not isinstance(model, torch.nn.Module):
         raise SpecError(f"check_module takes an nn.Module; got {type(model).__name__}. For a plain function use "
@@ -1733,6 +1774,13 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
         return loss_fn(out) if loss_fn is not None else out
 
     fn._gradaudit_private_buffers = True  # type: ignore[attr-defined]  # (its buffers are private already)
+    generators = _argument_generators(tree_leaves((args, forward_kwargs)))
+    if generators:  # a forward that takes a torch.Generator: every evaluation starts it from its state, as ga.check
+        fn = _from_their_states(fn, generators)
+        fn._gradaudit_private_buffers = True  # type: ignore[attr-defined]
+        notes.append(f"torch.Generator argument(s) passed to the forward ({len(generators)}): every evaluation "
+                     "started them from their state at the check's start, where they are left, so the model is "
+                     "checked as one deterministic function")
     tensors = tuple(p.detach().clone().requires_grad_(True) for p in params.values())
     known = ("tolerance", "forward_ad", "order", "expected", "nondet_tol", "name", "timeout")
     unknown = sorted(set(options) - set(known))

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import EvaluationError
+from .errors import EvaluationError, said
 from .evaluate import (
     Problem,
     batched_outputs,
@@ -231,7 +231,7 @@ def _complex_step(problem: Problem, j: int, cols: torch.Tensor, info: dict[str, 
         with torch.no_grad():
             (out,) = batched_outputs(moved, j, batch.reshape(len(cols), *x.shape), info)
     except EvaluationError as exc:
-        return None, f"{type(exc.original).__name__}: {exc.original}"
+        return None, f"{type(exc.original).__name__}: {said(exc.original)}"
     if not out.is_complex():
         return None, "the function returns a real result for complex input, so the imaginary part is lost"
     return out.imag.reshape(-1).to(torch.float64) / CS_STEP, ""

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from . import evaluate as E
 from . import judge as J
+from .errors import said
 from .evaluate import SMALL_BATCH, Info, Problem, batched_outputs
 from .findings import Findings, unravel
 from .numeric import extrapolate, ridders_tableau, truncation
@@ -1633,7 +1634,9 @@ def forward_mode(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, inf
         try:
             got = tangents(j, u)
         except EvaluationError as exc:  # no forward-mode formula: a finding, not an error of the whole check
-            first = str(exc.original).splitlines()[0] if str(exc.original) else ""
+            if not _no_forward_formula(exc.original):
+                raise  # the user's own jvp (or the function on dual numbers) raised: the error verdict, traceback kept
+            first = said(exc.original).splitlines()[0] if said(exc.original) else ""
             f.extra.append(Comparison(Location(problem.names[j]), None, None, None, "fail", "jvp",
                                       f"forward-mode AD failed: {type(exc.original).__name__}: {first}"))
             continue
@@ -1792,13 +1795,28 @@ def second_order(problem: Problem, gen: torch.Generator, tol: ToleranceUsed, inf
     return found
 
 
+#: words of torch's own errors for an op or Function that forward-mode AD cannot go through
+_NO_FORWARD_WORDS = ("forward ad", "forward-mode", "forward mode", "jvp", "dual", "fw_grad", "forward grad")
+
+
+def _no_forward_formula(original: BaseException) -> bool:
+    """Whether an exception raised while computing a jvp says forward-mode AD has no formula there (torch's
+    NotImplementedError for an op or a Function without jvp, or an error about dual tensors), a finding of that
+    input; anything else the user's jvp or function raised is an error of the check, with its traceback (a ValueError
+    from a custom jvp was a FAIL, "forward-mode AD failed", its traceback dropped: a fresh-eyes audit)."""
+    if isinstance(original, NotImplementedError):
+        return True
+    text = said(original).lower()
+    return isinstance(original, RuntimeError) and any(word in text for word in _NO_FORWARD_WORDS)
+
+
 def _no_double_backward(problem: Problem, gen: torch.Generator, found: dict[int, Findings],
                         exc: E.EvaluationError) -> dict[int, Findings]:
     """order=2 where the double backward raises (no formula for a backward's own derivative: torch.cdist's, a custom
     Function's backward built on one without a backward): each input's double-backward record fails and says so, as
     forward_mode does for a missing jvp, and the first-order records stand (it made the whole check an error, filed
     under the vjp record as "the backward raised", which had passed)."""
-    first = str(exc.original).splitlines()[0] if str(exc.original) else ""
+    first = said(exc.original).splitlines()[0] if said(exc.original) else ""
     for _, j, _, f, _ in _directions(problem, gen, found):
         f.extra.append(Comparison(Location(problem.names[j]), None, None, None, "fail", "double backward",
                                   f"the double backward failed (differentiating the backward itself): "

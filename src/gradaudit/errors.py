@@ -47,13 +47,29 @@ class SpecError(GradauditError):
         return SpecError(self.bare_message, where=inner, field=self.field)
 
 
+def hide_spec_errors(excinfo: Any) -> bool:
+    """pytest's __tracebackhide__ for the frames a SpecError passes through: the message says what to fix, and the
+    check's own source around it says nothing to the test's author (any other exception shows them)."""
+    return bool(excinfo.errisinstance(SpecError))
+
+
+def said(exc: BaseException) -> str:
+    """str(exc), or what Python's own traceback says where that raises or is not a string (an exception of the
+    user's whose __str__ fails: ga.check raised gradaudit's own bare traceback for it, a fresh-eyes audit)."""
+    try:
+        text = str(exc)
+    except Exception:
+        return "<exception str() failed>"
+    return text if isinstance(text, str) else "<exception str() failed>"
+
+
 class EvaluationError(Exception):
     """The user's function or its backward raised while gradaudit evaluated it (kept as an error verdict)."""
 
     def __init__(self, where: str, original: BaseException):
         self.where = where
         self.original = original
-        super().__init__(f"{where}: {type(original).__name__}: {original}")
+        super().__init__(f"{where}: {type(original).__name__}: {said(original)}")
 
 
 class NotDeterministic(RuntimeError):

@@ -94,6 +94,11 @@ class Problem:
     # differentiably, so the function and its backward run where the caller put them and the copies are exact
     devices: list[Any] | None = None
     moved: list[Any] | None = None  # with watch_moved: the device copies the last call made
+    # torch's holder of the default device (torch.set_default_device), and the caller's setting in it: a function
+    # that changes it (model-building code on the meta device) made the check's own tensors there, and it crashed
+    # with a bare traceback (a fresh-eyes audit); each call puts the caller's back (_default_device_back)
+    device_holder: Any = None
+    device_context: Any = None
     watch_moved: bool = False  # keep them (the first call's are checked unchanged, as the inputs are)
     # per checked output, the lower precision the function computes it in (a float64 value cast to float32 inside:
     # computed_in), to which every call rounds it (None: as it is): the evidence then has that precision, as for a
@@ -118,6 +123,35 @@ class Problem:
                     outs = self._call(*fresh)
                 return [o.detach() if torch.is_tensor(o) else o for o in outs]
         return self._call(*xs)
+
+    def _where(self, xs: Sequence[Any]) -> str:
+        """Who raised, for an exception of the function: at a point the check stepped to (after the first calls, an
+        input moved), how far each checked input was moved, the largest element's step (an exception at a finite
+        difference's step outside the function's domain said only "the function raised", a fresh-eyes audit)."""
+        import torch
+
+        if self.shapes is None:  # (the first call: at the point itself)
+            return "the function"
+        moved = []
+        for i in self.diff:
+            x, at = xs[i], self.inputs[i]
+            if torch.is_tensor(x) and torch.is_tensor(at) and x.shape == at.shape and x.is_floating_point():
+                gap = (x.detach().cpu().to(torch.float64) - at.to(torch.float64)).abs()
+                step = float(gap.max()) if gap.numel() else 0.0
+                if step > 0 or step != step:
+                    moved.append(f"'{self.names[i]}' by up to {step:.3g}")
+        if not moved:
+            return "the function"
+        return (f"the function, at a point the check stepped to ({', '.join(moved)}: a finite difference's step; "
+                "where that leaves the function's domain, returning NaN there instead of raising lets the steps "
+                "shrink),")
+
+    def _default_device_back(self) -> None:
+        """Put back the default device the caller had at the check's start, which the function changed."""
+        import torch
+
+        torch.set_default_device(None if self.device_context is None else self.device_context.device)
+        self.device_context = getattr(self.device_holder, "device_context", None)  # (a new one for the same device)
 
     def _call(self, *xs: torch.Tensor) -> list[torch.Tensor]:
         if self.devices is not None:
@@ -148,7 +182,11 @@ class Problem:
         except EvaluationError:
             raise
         except Exception as exc:
-            raise EvaluationError("the function", exc) from exc
+            raise EvaluationError(self._where(xs), exc) from exc
+        finally:
+            if self.device_holder is not None and getattr(self.device_holder, "device_context",
+                                                          None) is not self.device_context:
+                self._default_device_back()
         import torch
 
         if self.keep == [0] and self.returned == 1 and torch.is_tensor(out) and not out.is_complex():

@@ -195,27 +195,30 @@ def restore_host_random(saved: tuple[Any, Any]) -> None:
                 legacy.set_state(full)
 
 
-def parametrizations_uncached() -> tuple[Any, int, Any] | None:
-    """Turn off the cache of ``torch.nn.utils.parametrize.cached()`` for a check, where the caller is inside one:
-    the cache keeps a parametrized weight from its first computation, so every evaluation of the check read the
-    weight of the first (perturbed parameters changed nothing: a correct model FAILED ``check_module``), and the
-    caller's next forward read the weight the check had built from its private copies of the parameters, whose
-    backward gave the caller's parameters no gradient (a fresh-eyes audit). What :func:`restore_parametrizations`
-    takes to put the caller's cache back as it was (None: no cache is on, nothing to do)."""
+def with_fresh_parametrizations(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """*fn*, each call of which runs with a parametrization cache of its own where
+    ``torch.nn.utils.parametrize.cached()`` is on (the caller inside one, or another thread): the cache keeps a
+    parametrized weight from its first computation, so every evaluation of a check read the weight of the first
+    (perturbed parameters changed nothing: a correct model FAILED ``check_module``), and the caller's next forward
+    read the weight the check had built from its private copies of the parameters, whose backward gave the caller's
+    parameters no gradient (a fresh-eyes audit). Within one call the cache works as the caller asked; after it the
+    caller's cache is back, untouched, unless its ``cached()`` ended meanwhile (then an empty one, as its end leaves).
+    The cache's on/off counter is never touched: turning it off for a check broke it for good when another thread's
+    ``cached()`` ended during the check (a review). *fn* itself where no cache is on now, and torch's module not
+    loaded (nothing can turn one on without it)."""
     module = sys.modules.get("torch.nn.utils.parametrize")
-    enabled = getattr(module, "_cache_enabled", 0)
-    if not enabled or not isinstance(enabled, int):
-        return None
-    saved = (module, enabled, module._cache)  # type: ignore[union-attr]
-    module._cache_enabled, module._cache = 0, {}  # type: ignore[union-attr]
-    return saved
+    if not getattr(module, "_cache_enabled", 0):
+        return fn
 
-
-def restore_parametrizations(saved: tuple[Any, int, Any] | None) -> None:
-    """Put back the caller's parametrization cache that :func:`parametrizations_uncached` turned off."""
-    if saved is not None:
-        module, enabled, cache = saved
-        module._cache_enabled, module._cache = enabled, cache
+    def fresh_parametrizations(*args: Any, **kwargs: Any) -> Any:
+        if not module._cache_enabled:  # type: ignore[union-attr]
+            return fn(*args, **kwargs)
+        saved, module._cache = module._cache, {}  # type: ignore[union-attr]
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            module._cache = saved if module._cache_enabled else {}  # type: ignore[union-attr]
+    return fresh_parametrizations
 
 
 def _python_state() -> tuple[Any, Any, Any] | None:
@@ -384,32 +387,33 @@ def modules_named(fn: Any) -> list[Any]:
     """The nn.Modules *fn* names (see :func:`with_private_buffers`), each once."""
     import torch
 
-    named = [fn, getattr(fn, "__self__", None)]
+    named: list[tuple[str | None, Any]] = [(None, fn), (None, getattr(fn, "__self__", None))]
     if isinstance(fn, functools.partial):
-        named += [fn.func, *fn.args, *fn.keywords.values()]
-        named += [getattr(obj, "__self__", None) for obj in named[2:]]
+        named += [(None, obj) for obj in (fn.func, *fn.args, *fn.keywords.values())]
+        named += [(None, getattr(obj, "__self__", None)) for _, obj in named[2:]]
         fn = fn.func
     code = getattr(fn, "__code__", None)
     if code is not None:
         cells = getattr(fn, "__closure__", None)
         if cells:
-            for cell in cells:
+            for name, cell in zip(code.co_freevars, cells):
                 try:
-                    named.append(cell.cell_contents)
+                    named.append((name, cell.cell_contents))
                 except ValueError:  # (an empty cell)
                     continue
         scope = getattr(fn, "__globals__", None)
         if scope:
-            named += [scope.get(name) for name in code.co_names]
+            named += [(name, scope.get(name)) for name in code.co_names]
     module = torch.nn.Module
     reads = set(code.co_names) if code is not None else set()
+    keys = _subscripts(code) if code is not None else {}
     skip = (*_NOT_HOLDERS, torch.Tensor)
     found: dict[int, Any] = {}
-    for obj in named:
+    for name, obj in named:
         if isinstance(obj, module):
             found.setdefault(id(obj), obj)
         elif obj is not None:
-            for inner in _held(obj, reads, skip):
+            for inner in _held(obj, reads, skip, keys, name):
                 if issubclass(type(inner), module):
                     found.setdefault(id(inner), inner)
     return list(found.values())
@@ -420,24 +424,80 @@ HELD_ITEMS = 1000
 #: objects never looked into for modules: classes, modules, functions, numbers and strings (tensors too: _held)
 _NOT_HOLDERS: tuple[type, ...] = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
                                   types.MethodType, functools.partial, int, float, complex, str, bytes)
+_CONTAINERS = (dict, list, tuple)
+#: per code object, :func:`_subscripts` (code objects do not change; a bounded cache)
+_SUBSCRIPTED: dict[Any, dict[str, frozenset[Any] | None]] = {}
+_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_NAME", "LOAD_ATTR", "LOAD_METHOD"})
 
 
-def _held(obj: Any, reads: set[str], skip: tuple[type, ...] = _NOT_HOLDERS) -> list[Any]:
-    """What *obj* (named by the function, not a module itself) holds that may be a module the function runs: the
-    values of a dict, list or tuple (models["enc"], stack[0]), and, of an instance of a class of the user's (a
-    trainer whose bound method runs self.model), the attributes the function's code reads by name (*reads*), and
-    the values of a dict, list or tuple held there. BatchNorm's running statistics in such a model moved at every
-    evaluation of a check (a fresh-eyes audit), where a module named directly was guarded. The object's class
-    decides (type(), not isinstance, which reads __class__ through a class's own __getattribute__), and its
-    instance dict is read past its class's attribute machinery: no code of the user's runs. *skip*: the classes
-    never looked into (modules_named adds torch.Tensor)."""
+def _subscripts(code: Any) -> dict[str, frozenset[Any] | None]:
+    """Per name the code loads (a global, a closure variable, an attribute), the constant keys it is subscripted by,
+    where every load of it is one (MODELS["head"], stack[0], self.models["enc"]); None where it is used otherwise
+    (models[name], a loop over it, passed on): every value of a container read that way is looked into."""
+    got = _SUBSCRIPTED.get(code)
+    if got is not None:
+        return got
+    import dis
+
+    keys: dict[str, set[Any] | None] = {}
+    found = list(dis.get_instructions(code))
+    for i, ins in enumerate(found):
+        if ins.opname not in _LOADS or not isinstance(ins.argval, str):
+            continue
+        key, then = (found[i + 1], found[i + 2]) if i + 2 < len(found) else (None, None)
+        subscripted = (key is not None and then is not None and key.opname == "LOAD_CONST"
+                       and (then.opname == "BINARY_SUBSCR" or (then.opname == "BINARY_OP" and then.argrepr == "[]")))
+        seen = keys.get(ins.argval, set())
+        if subscripted and seen is not None:
+            try:
+                hash(key.argval)  # type: ignore[union-attr]
+            except TypeError:
+                keys[ins.argval] = None
+                continue
+            seen.add(key.argval)  # type: ignore[union-attr]
+            keys[ins.argval] = seen
+        else:
+            keys[ins.argval] = None
+    frozen = {name: None if value is None else frozenset(value) for name, value in keys.items()}
+    if len(_SUBSCRIPTED) >= 1024:
+        _SUBSCRIPTED.clear()
+    _SUBSCRIPTED[code] = frozen
+    return frozen
+
+
+def _items(obj: Any, wanted: frozenset[Any] | None) -> list[Any]:
+    """The values of a dict, list or tuple, those at the *wanted* keys alone where given; none of one with more than
+    HELD_ITEMS items read whole. Their own methods read them: a subclass's overrides run nothing."""
     cls = type(obj)
-    if issubclass(cls, (dict, list, tuple)):  # (their own methods read them: a subclass's overrides run nothing)
-        if (dict.__len__ if issubclass(cls, dict) else list.__len__ if issubclass(cls, list)
-                else tuple.__len__)(obj) > HELD_ITEMS:
-            return []
-        return list(dict.values(obj) if issubclass(cls, dict) else
-                    list.__iter__(obj) if issubclass(cls, list) else tuple.__iter__(obj))
+    if issubclass(cls, dict):
+        if wanted is not None:
+            return [dict.__getitem__(obj, k) for k in wanted if dict.__contains__(obj, k)]
+        return list(dict.values(obj)) if dict.__len__(obj) <= HELD_ITEMS else []
+    size = list.__len__(obj) if issubclass(cls, list) else tuple.__len__(obj)
+    at = list.__getitem__ if issubclass(cls, list) else tuple.__getitem__
+    if wanted is not None:
+        return [at(obj, k) for k in wanted if type(k) is int and -size <= k < size]
+    return [at(obj, k) for k in range(size)] if size <= HELD_ITEMS else []
+
+
+def _held(obj: Any, reads: set[str], skip: tuple[type, ...] = _NOT_HOLDERS,
+          keys: dict[str, frozenset[Any] | None] | None = None, name: str | None = None) -> list[Any]:
+    """What *obj* (named by the function, under *name* where it is a global or closure variable; not a module
+    itself) holds that may be a module the function runs: the values of a dict, list or tuple (models["enc"],
+    stack[0]: only those at the constant keys the code reads it by, *keys* (:func:`_subscripts`), where it reads it
+    by nothing else), and of what they hold in turn (models["enc"][0]); of an instance of a class of the user's (a
+    trainer whose bound method runs self.model), the attributes its instance dict holds that the function's code reads
+    by name (*reads*), and what a dict, list or tuple there holds, as above. BatchNorm's running statistics in such a
+    model moved at every evaluation of a check (a fresh-eyes audit), where a module named directly was guarded; a
+    dict of twelve models of which the function runs one had all twelve's buffers copied at every evaluation (a
+    review). The object's class decides (type(), not isinstance, which reads __class__ through a class's own
+    __getattribute__), and its instance dict is read past its class's attribute machinery: no code of the user's
+    runs. *skip*: the classes never looked into (modules_named adds torch.Tensor)."""
+    cls = type(obj)
+    if issubclass(cls, _CONTAINERS):
+        items = _items(obj, None if keys is None or name is None else keys.get(name))
+        return items + [inner for value in items if issubclass(type(value), _CONTAINERS)
+                        for inner in _items(value, None)]
     if not reads or issubclass(cls, skip):
         return []
     try:
@@ -446,6 +506,6 @@ def _held(obj: Any, reads: set[str], skip: tuple[type, ...] = _NOT_HOLDERS) -> l
         return []
     if type(attrs) is not dict:
         return []
-    got = [attrs[name] for name in reads if name in attrs]
-    return got + [inner for value in got if issubclass(type(value), (dict, list, tuple))
-                  for inner in _held(value, reads, skip)]
+    got = [(attr, attrs[attr]) for attr in reads if attr in attrs]
+    return [value for _, value in got] + [inner for attr, value in got if issubclass(type(value), _CONTAINERS)
+                                          for inner in _held(value, reads, skip, keys, attr)]

@@ -65,8 +65,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import judge as J
-from .errors import EvaluationError, InputMutated, SpecError
-from .guard import host_random, modules_named, parametrizations_uncached, restore_host_random, restore_parametrizations
+from .errors import EvaluationError, InputMutated, SpecError, said
+from .guard import host_random, modules_named, restore_host_random, with_fresh_parametrizations
 from .naming import Described, describe, tensor_literal
 from .record import (
     Allowance,
@@ -434,7 +434,7 @@ def _evaluate(fn: Callable[..., Any], args: list[Any], diff: list[int], gos: lis
 
 def _error_info(exc: EvaluationError) -> ErrorInfo:
     original = exc.original
-    return ErrorInfo(type(original).__name__, str(original),
+    return ErrorInfo(type(original).__name__, said(original),
                      "".join(traceback.format_exception(type(original), original, original.__traceback__)).rstrip(),
                      exc.where)
 
@@ -936,21 +936,22 @@ def compare(candidate: Callable[..., Any], reference: Callable[..., Any], inputs
     lazy = getattr(torch.nn.parameter, "UninitializedBuffer", ())  # (a lazy module's: no values to keep yet)
     buffers = [(b, b.detach().clone()) for m in modules.values() for b in m.buffers() if not isinstance(b, lazy)]
     rng, host = torch.random.get_rng_state(), host_random()  # (host: Python's and NumPy's)
-    cache = parametrizations_uncached()  # (a weight cached in one dtype must not serve the others)
     try:
         return _compare(candidate, reference, inputs, dtypes=dtypes, ratio=ratio, seed=seed, device=device,
                         tolerance=tolerance, names=names, name=name)
     finally:
-        with torch.no_grad():
-            for b, saved in buffers:
-                # only where a value moved: a copy bumps the buffer's version, and a graph the caller built before the
-                # comparison that saved it (batch norm in eval(), an orthogonal parametrization's base) then raised
-                # "modified by an inplace operation" at the caller's next backward
-                if not (b.shape == saved.shape and torch.equal(b, saved)):
-                    b.copy_(saved)
-        torch.random.set_rng_state(rng)
-        restore_host_random(host)
-        restore_parametrizations(cache)
+        try:
+            with torch.no_grad():
+                for b, saved in buffers:
+                    # only where a value moved: a copy bumps the buffer's version, and a graph the caller built before
+                    # the comparison that saved it (batch norm in eval(), an orthogonal parametrization's base) then
+                    # raised "modified by an inplace operation" at the caller's next backward. (A sparse buffer,
+                    # which torch.equal does not take, is copied back as before.)
+                    if not (b.layout == torch.strided and b.shape == saved.shape and torch.equal(b, saved)):
+                        b.copy_(saved)
+        finally:
+            torch.random.set_rng_state(rng)
+            restore_host_random(host)
 
 
 def _compare(candidate: Callable[..., Any], reference: Callable[..., Any], inputs: Sequence[Any] | Any, *,
@@ -963,6 +964,8 @@ def _compare(candidate: Callable[..., Any], reference: Callable[..., Any], input
     dev = _device(device, xs)
     start = time.perf_counter()
     who, ref_who = describe(candidate), describe(reference)
+    # (inside parametrize.cached(): a weight cached in one dtype must not serve the others, nor stay in the caller's)
+    candidate, reference = with_fresh_parametrizations(candidate), with_fresh_parametrizations(reference)
     options = {"dtypes": None if tuple(rungs) == DEFAULT_DTYPES else "(" + ", ".join(f"torch.{r}" for r in rungs)
                + ("," if len(rungs) == 1 else "") + ")",
                "ratio": None if ratio == LADDER_RATIO else repr(ratio), "seed": seed or None,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import expr as _expr
-from .errors import SpecError
+from .errors import SpecError, hide_spec_errors
 from .tolerances import Tolerance, ToleranceUsed, require_why, resolve
 
 METHODS = ("backward", "autograd.grad", "finite_difference", "taylor")
@@ -240,6 +240,7 @@ MAX_TIMEOUT = 1e8
 
 def check_timeout(timeout: Any, field: str = "timeout") -> None:
     """A timeout is None or a positive, finite number of seconds."""
+    __tracebackhide__ = hide_spec_errors
     if timeout is None:
         return
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT:
@@ -253,6 +254,7 @@ SEED_LIMIT = 2 ** 59
 
 def check_seed(seed: Any) -> None:
     """A seed is a non-negative int below SEED_LIMIT (a bool is not one)."""
+    __tracebackhide__ = hide_spec_errors
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEED_LIMIT:
         raise SpecError(f"seed must be a non-negative integer below 2**59 (a check draws several independent random "
                         f"streams from it, within torch's 64-bit seeds); got {seed!r}.", field="seed")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Literal
 
-from .errors import SpecError
+from .errors import SpecError, hide_spec_errors
 
 Kind = Literal["autograd_vs_expected", "evidence_vs_expected", "autograd_vs_evidence", "observation", "nondeterminism"]
 
@@ -212,6 +212,7 @@ def require_why(user: Tolerance | None, defaults: list[ToleranceUsed], *, field:
                 labels: list[str] | None = None) -> None:
     """Refuse a tolerance that differs from every applicable default without a written why. *labels*: what each
     default is for (a method), said beside it."""
+    __tracebackhide__ = hide_spec_errors
     if user is None or user.why:
         return
     if not isinstance(user, Tolerance):
