@@ -2788,16 +2788,20 @@ def test_a_backward_giving_no_gradient_to_a_slope_hidden_between_periods_fails(m
         assert res.verdict == "fail", (seed, res.report())
 
 
+@pytest.mark.xfail(strict=True, reason="known miss (README Known limits): the joint projection of several inputs "
+                   "accepts a wrong backward whose terms are small against its allowance on some seeds")
 @pytest.mark.parametrize("mode", ["full", "directional"])
 def test_a_backward_giving_no_gradient_to_two_inputs_whose_slopes_cancel_along_a_joint_direction_fails(mode):
     """f = 1.5 + 1e-10 (y - z) at y = z = 0.3, a backward giving 0 to both: each true gradient is +-1e-10 against 0.
     Full mode's central steps (about 6e-6) move f by 6e-16, below 3 ulps of 1.5, and leave it to the directional
     confirmation; directional mode first moves every input at once along its own u, each signed so that autograd's
-    terms add up, but a term of exactly 0 has no sign: the true terms 1e-10 u_y and -1e-10 u_z cancelled along the
-    joint direction, and its quick stage accepted the sum within its allowance (about 7e-12) on 3 of 20 seeds, in
-    both modes, where each input's own projection fails the bug. An input whose term autograd gives as exactly 0 is
-    now left out of the joint direction and checked on its own (e4a4be5 sent every input to its own projection
-    instead, and was reverted: see the test after this one)."""
+    terms add up, but a term of exactly 0 has no sign: the true terms 1e-10 u_y and -1e-10 u_z can cancel along the
+    joint direction, and its quick stage accepts the sum within its allowance (about 7e-12) on 3 of 20 seeds, in
+    both modes, where each input's own projection fails the bug. Sending such inputs to their own projections
+    (e4a4be5) fixed this and was reverted: it made right backwards of small slopes inconclusive beside an unrelated
+    input with a zero gradient (their own projections call them coarse), and cost 4 evaluations per input. Sending
+    only the inputs whose term is exactly 0 (b8d7f4f) fixed it too and was reverted after a review: see the test
+    after this one."""
     size = 1e-10
 
     class Dropped(torch.autograd.Function):  # a backward of 0 for both: the true gradients are size and -size
@@ -2816,15 +2820,18 @@ def test_a_backward_giving_no_gradient_to_two_inputs_whose_slopes_cancel_along_a
         assert res.verdict == "fail", (seed, res.report())
 
 
+@pytest.mark.xfail(strict=True, reason="known miss (README Known limits): beside another input, moved with it along "
+                   "the joint direction, a zero backward whose true term is below the joint allowance passes")
 @pytest.mark.parametrize("mode", ["full", "directional"])
 def test_an_unrelated_input_does_not_change_the_verdict_of_an_input_autograd_gives_no_gradient(mode):
     """f = 1.5 + S x.sum() + c w.sum(), a backward giving x 0 and w its right c: x alone fails every seed (its own
     projection resolves S = 1e-11 from 0), but beside w, moved with it along the joint direction, the zero backward
-    passed 16 of 20 seeds with c = 1 and 14 of 20 with c = 0 (the true term below the joint allowance). x, whose term
-    is exactly 0, is checked on its own now, whatever else the function takes. The right backwards keep the verdicts
-    x alone has: pass at S = 1e-8, inconclusive where no step resolves S (1e-12, 1e-10) with an unrelated w; with a
-    w of slope 1 the joint projection still passes the right one there (the joint direction vouches for a term it
-    does not resolve: Known limits)."""
+    passes 16 of 20 seeds with c = 1 and 14 of 20 with c = 0 (the true term below the joint allowance). b8d7f4f left
+    an input whose term is exactly 0 out of the joint direction and checked it on its own: this passed, and a review
+    found it let through a backward of 1e-300 (truth 1e-11) that the old joint projection had failed, where the
+    zero-gradient input beside it (1e6 w^5 at 0, floor(w) near an integer, relu(w) at 0) had kept the joint stage
+    from accepting (18 to 20 of 20 seeds passed); it was reverted. What the review points to: after the joint stage
+    accepts, every input whose term its allowance does not resolve (0, 1e-300, 1e-14 alike) is checked on its own."""
     def dropped(size: float, c: float) -> type:
         class Dropped(torch.autograd.Function):
             @staticmethod
@@ -2840,30 +2847,18 @@ def test_an_unrelated_input_does_not_change_the_verdict_of_an_input_autograd_giv
     for size in (1e-11, 1e-10):
         for c in (0.0, 1.0):
             got = [ga.check(dropped(size, c).apply, (torch.tensor([0.3, 0.7], dtype=F64, requires_grad=True),
-                                            torch.tensor([0.2], dtype=F64, requires_grad=True)), mode=mode,
+                                                     torch.tensor([0.2], dtype=F64, requires_grad=True)), mode=mode,
                             seed=seed).verdict for seed in range(20)]
             # (full mode's Ridders is inconclusive at a few seeds where S = 1e-11, as for x alone: never a pass)
             assert "pass" not in got and got.count("fail") >= 17, (size, c, got)
 
-    def alone(size: float) -> str:
-        return ga.check(lambda x: 1.5 + size * x.sum(), (torch.tensor([0.3, 0.7], dtype=F64, requires_grad=True),),
-                        mode=mode).verdict
-
-    def beside(size: float) -> str:
-        return ga.check(lambda x, w: 1.5 + size * x.sum() + 0 * w.sum(),
-                        (torch.tensor([0.3, 0.7], dtype=F64, requires_grad=True),
-                         torch.tensor([0.2], dtype=F64, requires_grad=True)), mode=mode).verdict
-
-    assert [alone(s) for s in (1e-12, 1e-10, 1e-8)] == ["inconclusive", "inconclusive", "pass"]
-    assert [beside(s) for s in (1e-12, 1e-10, 1e-8)] == ["inconclusive", "inconclusive", "pass"]
-
 
 @pytest.mark.parametrize("mode", ["full", "directional"])
-def test_right_backwards_of_small_slopes_beside_an_input_with_no_gradient_keep_their_verdicts(mode):
+def test_right_backwards_of_small_slopes_beside_an_input_with_no_gradient_pass(mode):
     """e4a4be5 (reverted) sent every input to its own projection where one had no gradient: 1.5 + s (y - z) + 0 w
     with the right backward went from pass to inconclusive at s = 1e-12 and 1e-10 (y's and z's own projections call
-    their terms coarse, where the joint one accepts them). Now only w leaves the joint direction: y and z pass
-    together as they do without w; and maximum's smaller input, whose gradient is 0, passes on its own."""
+    their terms coarse, where the joint one accepts them). A fix of the miss above must keep these; and maximum's
+    smaller input, whose gradient is 0, passes."""
     for s in (1e-12, 1e-10):
         for seed in range(5):
             args = tuple(torch.tensor(v, dtype=F64, requires_grad=True) for v in (0.3, 0.3, 0.2))

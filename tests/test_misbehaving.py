@@ -186,3 +186,35 @@ def test_a_failing_projection_in_full_mode_shows_its_numbers():
     # the row's numeric and autograd values: autograd's is twice the numeric (the backward doubled it)
     numeric, autograd = (float(v) for v in rows[0].split("|")[1:3])
     assert autograd == pytest.approx(2 * numeric, rel=1e-5)
+
+
+def test_an_error_beside_a_non_finite_input_element_is_placed_where_it_was_raised():
+    # NaN - NaN read as a step: every error, even at the point itself, said "at a point the check stepped to ('x' by
+    # up to nan)" (a review)
+    calls = [0]
+
+    def raises_second(x: torch.Tensor) -> torch.Tensor:
+        calls[0] += 1
+        if calls[0] == 2:  # (the determinism call, at the point itself)
+            raise ValueError("at the point")
+        return x.sin()
+
+    x = torch.tensor([0.3, float("nan"), 0.9], dtype=F64, requires_grad=True)
+    res = ga.check(raises_second, (x,))
+    assert res.verdict == "error" and res.records[0].reason == "the function raised ValueError"
+
+
+def test_a_function_that_rebinds_its_inputs_data_to_the_same_values_passes():
+    # x.data = x.data.float() on an input holding float32 values changes no value (a review: a false InputMutated)
+    def same_values(t: torch.Tensor) -> torch.Tensor:
+        t.data = t.data.float()
+        return t.double().sin()
+
+    x = torch.tensor([0.25, 0.5, 0.75], requires_grad=True)  # float32, exactly representable
+    assert ga.check(same_values, (x,)).verdict == "pass"
+
+
+def test_a_missing_jvp_is_said_once_not_repeated_under_its_record():
+    res = ga.check(NoJvp.apply, (_x(),), forward_ad=True)
+    lines = str(res).splitlines()
+    assert sum("forward-mode AD failed" in line for line in lines) == 1, str(res)

@@ -581,3 +581,19 @@ def test_a_comparison_of_a_model_with_a_sparse_buffer_keeps_its_result_and_puts_
 
     assert ga.compare(f, f, (torch.linspace(-1.0, 1.0, 6).reshape(3, 2).requires_grad_(),)).verdict == "pass"
     assert float(graph.steps) == 0.0 and torch.equal(torch.random.get_rng_state(), state)
+
+
+def test_a_dict_subclass_is_looked_into_whole():
+    # (a subclass may map its keys its own way: __missing__ aliases "ENC" to "enc", and only the constant key was
+    # looked up, so nothing was found: a review)
+    class Aliases(dict):  # type: ignore[type-arg]
+        def __missing__(self, key: str) -> torch.nn.Module:
+            return self[key.lower()]
+
+    enc = torch.nn.BatchNorm1d(3).double()
+    models = Aliases(enc=enc)
+
+    def f(t: torch.Tensor) -> torch.Tensor:
+        return models["ENC"](t).sum()
+
+    assert guard.modules_named(f) == [enc]

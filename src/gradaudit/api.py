@@ -422,16 +422,22 @@ def _first_calls(problem: Problem) -> None:
         problem.notes.append("left out of the check (as gradcheck does): " + "; ".join(left_out))
     moved, problem.moved = problem.moved, None  # the copies the function got on its device, if any
     for i, (name, x, before) in enumerate(zip(problem.names, problem.inputs, pristine)):
-        # (and the tensor the first call got: x.data = x.data * 2 rebinds its data, where x keeps its own: that
-        # was inconclusive, "flat or dominated by a large constant", a fresh-eyes audit)
-        leaf = leaves[i]
-        if before is not None and not (_same(x, before) and (moved is None or _same(moved[i].detach().cpu(), before))
-                                       and (leaf.layout != torch.strided or leaf.data_ptr() == x.data_ptr()
-                                            or _same(leaf.detach(), before))):
+        if before is not None and not (_same(x, before) and (moved is None or _same(moved[i].detach().cpu(), before))):
             raise EvaluationError("the function", InputMutated(
                 f"the function changes its input '{name}' in place (through .data, .copy_ or an in-place op under "
                 "no_grad), so every evaluation sees a different point and its gradient there is not defined. "
                 f"Work on a copy inside the function ({name} = {name}.clone()); the caller's tensor is untouched"))
+        # and the tensor the first call got, whose data x.data = x.data * 2 replaces where x keeps its own: that was
+        # inconclusive, "flat or dominated by a large constant" (a fresh-eyes audit). Values alone: x.data =
+        # x.data.float() on float32 values moves nothing (a review)
+        leaf = leaves[i]
+        if (before is not None and leaf.layout == torch.strided and leaf.data_ptr() != x.data_ptr()
+                and not _same(leaf.detach() if leaf.dtype == before.dtype else leaf.detach().to(before.dtype), before)):
+            raise EvaluationError("the function", InputMutated(
+                f"the function replaces the data of its input '{name}' ({name}.data = ...): autograd then "
+                f"differentiates the function at the new values, not at the input's, so its gradient is not the "
+                f"function's there. Compute from a new tensor instead ({name} = {name} * 2 rather than {name}.data = "
+                f"{name}.data * 2); the caller's tensor is untouched"))
     if not any(problem.inputs[j].numel() for j in problem.diff):
         return  # nothing to perturb, so no evaluation but this one: whether another would agree decides nothing
     with E.GradMode(False):

@@ -1210,7 +1210,6 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
     # (along part of one input, *only*: the draws up to its own, which the ones before it set; none after it)
     drawn = problem.diff if only is None else problem.diff[:problem.diff.index(only[0]) + 1]
     several = len(problem.diff) > 1 and only is None  # (then a factor per input is drawn after the directions)
-    alone: set[int] | None = None  # (where the inputs moved together agreed: those still to check on their own)
     counts = [problem.inputs[j].numel() for j in drawn]
     kept = stream.first(sum(counts) + (len(problem.diff) if several else 0))
     if kept is not None:  # a few elements: the stream's first draws, as the generator below gives them
@@ -1231,21 +1230,16 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
         factors = ([r + 0.5 for r in kept[offset:]] if kept is not None else
                    torch.empty(len(problem.diff), dtype=torch.float64).uniform_(0.5, 1.5, generator=gen).tolist())
         together = _together(problem, draws, factors, vs, grads, tol, output_alone, evals, info, seen, trail)
-        if together is not None:  # every input moved agrees at once: nothing is left to decide for them one by one
-            agreeing, left = together
-            comparisons += agreeing
+        if together is not None:  # every input agrees at once: nothing is left to decide input by input
+            comparisons += together
             for j in problem.diff:
-                if j in left:  # (autograd gives it exactly 0 there: checked on its own below)
-                    continue
                 x = problem.inputs[j]
                 f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
                 f.total = x.numel()
-            if not left:
-                info["evaluations"] = info.get("evaluations", 0) + evals[0]
-                return found
-            alone = set(left)
+            info["evaluations"] = info.get("evaluations", 0) + evals[0]
+            return found
     for pos, j in enumerate(problem.diff):
-        if (only is not None and j != only[0]) or (alone is not None and j not in alone):
+        if only is not None and j != only[0]:
             continue
         x = problem.inputs[j].detach()
         f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
@@ -1423,8 +1417,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
               grads: tuple[torch.Tensor | None, ...], tol: ToleranceUsed,
               output_alone: Callable[[int], tuple[torch.Tensor | None, ...] | None], evals: list[int],
               info: Info, seen: dict[int, tuple[torch.Tensor, float, float]] | None = None,
-              trail: dict[int, list[tuple[torch.Tensor, float, float]]] | None = None
-              ) -> tuple[list[dict[str, Any]], list[int]] | None:
+              trail: dict[int, list[tuple[torch.Tensor, float, float]]] | None = None) -> list[dict[str, Any]] | None:
     """Every input moved at once, each along its own direction u_j (the one its own check would use): the
     quick stage's numeric derivative of phi is sum_j vᵀJ_j u_j, 4 evaluations for all inputs instead of 4 per
     input. It only accepts, and only what every input's own check would accept: the disagreement of the sums
@@ -1437,11 +1430,9 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
     have either sign, terms that cancel to less than half their total size send the inputs to their own
     checks. Anything else returns
     None and the inputs are checked one by one (gradcheck's fast mode checks input by input; so does the
-    fallback, with the same directions). An input whose term autograd gives as exactly 0 has no sign to choose:
-    it is left out of the joint direction and returned for its own check (with fewer than two others, None). The
-    comparisons when every input moved agrees and the inputs left to their own checks, else None; into *seen*,
-    then, each moved input's u_j and the largest error of the sum the evidence leaves possible (its disagreement
-    plus the smallest input's allowance, which has no rtol term here, and which bounds the truncation accepted)."""
+    fallback, with the same directions). The comparisons when every input agrees, else None; into *seen*,
+    then, each input's u_j and the largest error of the sum the evidence leaves possible (its disagreement plus
+    the smallest input's allowance, which has no rtol term here, and which bounds the truncation accepted)."""
     import torch
 
     parts = []
@@ -1478,36 +1469,16 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
     # each direction's sign chosen so that autograd's vᵀJ_j u_j is not negative: a backward whose inputs'
     # terms are all off by the same relative amount (f(x - y) with both partials scaled) then adds its errors
     # up instead of cancelling them
-    silent = []  # the inputs whose term autograd gives as exactly 0: no sign to choose
     for pos, (j, x, u) in enumerate(parts):
         g = grads[pos]
         if g is None:
             continue
         if scalars and g.numel() == 1:  # (a gradient of another shape is a metadata failure, said elsewhere)
-            term = 0.0 + g.item() * points[pos][1]  # torch's sum of one product starts from +0.0
-            if term < 0:
+            if 0.0 + g.item() * points[pos][1] < 0:  # torch's sum of one product starts from +0.0
                 parts[pos] = (j, x, -u)
                 points[pos] = (points[pos][0], -points[pos][1])
-        else:
-            term = float((g.detach().to(torch.float64) * u).sum())
-            if term < 0:
-                parts[pos] = (j, x, -u)
-        if term == 0.0:
-            silent.append(pos)
-    if silent:
-        # such an input's true term is not signed with the others': along the joint direction it can cancel another's
-        # (1.5 + S (y - z) with a backward giving both 0 passed 10 of 20 seeds at S = 1e-11), and a true term below
-        # the joint allowance passes though the input's own projection, finer, fails it (1.5 + S x.sum() + w.sum()
-        # with x given 0: 16 of 20; x alone fails every seed). Such inputs are left out of the joint direction and
-        # checked on their own (the caller: the second value returned); the others together, where two or more remain
-        if len(parts) - len(silent) < 2:
-            return None
-        kept = [pos for pos in range(len(parts)) if pos not in silent]
-        parts, norms = [parts[pos] for pos in kept], [norms[pos] for pos in kept]
-        points = [points[pos] for pos in kept] if scalars else points
-    else:
-        kept = list(range(len(parts)))
-    alone = [problem.diff[pos] for pos in silent]
+        elif float((g.detach().to(torch.float64) * u).sum()) < 0:
+            parts[pos] = (j, x, -u)
     precision = str(parts[0][1].dtype).removeprefix("torch.")
     exact = with_rtol(tol, 0.0)  # the sum's agreement within the evidence's bound (and atol) only
     memo: dict[tuple[float, ...], Any] = {}
@@ -1550,8 +1521,6 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
             gs = output_alone(k) if k is not None else None
             if gs is None:  # output k does not require grad
                 continue
-        if silent:
-            gs = tuple(gs[pos] for pos in kept)
         analytic, perturbations, dot = [], [], 0.0
         for pos, ((_, x, u), g) in enumerate(zip(parts, gs)):
             if g is None:  # no gradient reaches x_j from this output alone: vᵀJ_j u_j is 0 by autograd
@@ -1603,7 +1572,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
             seen[j] = (u.reshape(-1), agreed, 0.0)  # (float64: made so above; several inputs: no floor used)
             if trail is not None:
                 trail.setdefault(j, []).append((u.reshape(-1), agreed, curve))
-    return found, alone
+    return found
 
 
 def _per_output(problem: Problem, pos: int, u: torch.Tensor, vs: list[torch.Tensor],

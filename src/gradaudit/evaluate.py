@@ -137,9 +137,11 @@ class Problem:
             for i in self.diff:
                 x, at = xs[i], self.inputs[i]
                 if torch.is_tensor(x) and torch.is_tensor(at) and x.shape == at.shape and x.is_floating_point():
-                    gap = (x.detach().cpu().to(torch.float64) - at.to(torch.float64)).abs()
-                    step = float(gap.max()) if gap.numel() else 0.0
-                    if step > 0 or step != step:
+                    now, was = x.detach().cpu().to(torch.float64), at.to(torch.float64)
+                    # (an element held where it is, NaN or infinite, has not moved: NaN - NaN is not a step)
+                    gap = torch.where((now == was) | (now.isnan() & was.isnan()), 0.0, (now - was).abs())
+                    step = float(gap.nan_to_num(nan=math.inf).max()) if gap.numel() else 0.0
+                    if step > 0:
                         moved.append(f"'{self.names[i]}' by up to {step:.3g}")
         except Exception:
             return "the function"

@@ -469,6 +469,8 @@ def _items(obj: Any, wanted: frozenset[Any] | None) -> list[Any]:
     """The values of a dict, list or tuple, those at the *wanted* keys alone where given; none of one with more than
     HELD_ITEMS items read whole. Their own methods read them: a subclass's overrides run nothing."""
     cls = type(obj)
+    if cls not in _CONTAINERS:  # (a subclass may map its keys its own way, __missing__: every value)
+        wanted = None
     if issubclass(cls, dict):
         if wanted is not None:
             return [dict.__getitem__(obj, k) for k in wanted if dict.__contains__(obj, k)]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from . import expr as _expr
 from . import judge as J
 from .channels import CHANNELS, STORED_OR_RETURNED, Gathered
-from .errors import EvaluationError, SpecError
+from .errors import EvaluationError, SpecError, said
 from .findings import Findings
 from .guard import CheckTimeout, expired, time_limit
 from .numeric import RIDDERS_COLUMNS
@@ -222,7 +222,7 @@ def _run_expectation(check: Expectation, environment_id: str | None, timeout: fl
 def error_info(exc: BaseException, where: str | None = None) -> ErrorInfo:
     if isinstance(exc, EvaluationError):
         where, exc = exc.where, exc.original
-    return ErrorInfo(type(exc).__name__, str(exc),
+    return ErrorInfo(type(exc).__name__, said(exc),
                      "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip(), where)
 
 

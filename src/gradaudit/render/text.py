@@ -297,7 +297,8 @@ def mismatch_lines(d: Discrepancy, indent: str = "  ", *, located: bool = False)
     """numpy.testing's vocabulary: mismatched elements (exact, or "at least"), greatest differences,
     then at most SHOWN worst comparisons and how many more there are."""
     bad = d.mismatched
-    if not bad and not d.inconclusive and not any(c.verdict not in ("pass", None) for c in d.worst):
+    if not bad and not d.inconclusive and not any(c.verdict not in ("pass", None) and c.reference is not None
+                                                  and c.observed is not None for c in d.worst):
         # (every value within its allowance: nothing to show, unless a projection that judged them together failed,
         # whose numbers the report left out: "each within its allowance, but not a projection" alone, an audit)
         return []
