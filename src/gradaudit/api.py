@@ -257,10 +257,13 @@ def _argument_generators(leaves: Sequence[Any]) -> list[Any]:
     (resetting them to the caller's state undid that, and *seed* changed nothing: a review)."""
     import torch
 
+    given = [x for x in leaves if isinstance(x, torch.Generator)]
+    if not given:
+        return []
     globals_ = {id(torch.random.default_generator)}
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         globals_ |= {id(g) for g in torch.cuda.default_generators}
-    return list({id(x): x for x in leaves if isinstance(x, torch.Generator) and id(x) not in globals_}.values())
+    return list({id(x): x for x in given if id(x) not in globals_}.values())
 
 
 def _from_their_states(call: Callable[..., Any], generators: list[Any]) -> Callable[..., Any]:

@@ -405,15 +405,20 @@ def modules_named(fn: Any) -> list[Any]:
         if scope:
             named += [(name, scope.get(name)) for name in code.co_names]
     module = torch.nn.Module
-    reads = set(code.co_names) if code is not None else set()
-    keys = _subscripts(code) if code is not None else {}
-    skip = (*_NOT_HOLDERS, torch.Tensor)
+    if not _SKIPPED:
+        _SKIPPED.append((*_NOT_HOLDERS, torch.Tensor))
+    plain = _SKIPPED[0]
     found: dict[int, Any] = {}
+    reads: set[str] | None = None
+    keys: dict[str, frozenset[Any] | None] = {}
     for name, obj in named:
         if isinstance(obj, module):
             found.setdefault(id(obj), obj)
-        elif obj is not None:
-            for inner in _held(obj, reads, skip, keys, name):
+        elif obj is not None and not issubclass(type(obj), plain):  # (functions, modules, tensors: at once)
+            if reads is None:  # (read once, where some object may hold a module)
+                reads = set(code.co_names) if code is not None else set()
+                keys = _subscripts(code) if code is not None else {}
+            for inner in _held(obj, reads, plain, keys, name):
                 if issubclass(type(inner), module):
                     found.setdefault(id(inner), inner)
     return list(found.values())
@@ -425,6 +430,7 @@ HELD_ITEMS = 1000
 _NOT_HOLDERS: tuple[type, ...] = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
                                   types.MethodType, functools.partial, int, float, complex, str, bytes)
 _CONTAINERS = (dict, list, tuple)
+_SKIPPED: list[tuple[type, ...]] = []  # _NOT_HOLDERS and torch.Tensor (made at the first call, torch imported then)
 #: per code object, :func:`_subscripts` (code objects do not change; a bounded cache)
 _SUBSCRIPTED: dict[Any, dict[str, frozenset[Any] | None]] = {}
 _LOADS = frozenset({"LOAD_GLOBAL", "LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_NAME", "LOAD_ATTR", "LOAD_METHOD"})
