@@ -597,3 +597,29 @@ def test_a_dict_subclass_is_looked_into_whole():
         return models["ENC"](t).sum()
 
     assert guard.modules_named(f) == [enc]
+
+
+def test_a_large_dict_subclass_read_at_a_key_and_an_object_whose_class_raises_are_handled():
+    # an OrderedDict of 1,500 entries read at one constant key: the key is looked up (reading it whole is refused
+    # above HELD_ITEMS), and an object whose __class__ property raises is not asked for it (a review)
+    import collections
+
+    bn = torch.nn.BatchNorm1d(3).double()
+    registry = collections.OrderedDict((f"m{i}", i) for i in range(1500))
+    registry["bn"] = bn
+
+    class Lazy:
+        @property
+        def __class__(self):  # type: ignore[override]
+            raise RuntimeError("a lazy proxy, not loaded")
+
+    lazy = Lazy()
+
+    def f(t: torch.Tensor) -> torch.Tensor:
+        assert lazy is not None
+        return registry["bn"](t).sum()
+
+    assert guard.modules_named(f) == [bn]
+    kept = _kept(bn)
+    assert ga.check(f, (_x(),)).verdict == "pass"
+    assert _unchanged(bn, kept)

@@ -431,16 +431,22 @@ def _first_calls(problem: Problem) -> None:
                 "no_grad), so every evaluation sees a different point and its gradient there is not defined. "
                 f"Work on a copy inside the function ({name} = {name}.clone()); the caller's tensor is untouched"))
         # and the tensor the first call got, whose data x.data = x.data * 2 replaces where x keeps its own: that was
-        # inconclusive, "flat or dominated by a large constant" (a fresh-eyes audit). Values alone: x.data =
-        # x.data.float() on float32 values moves nothing (a review)
+        # inconclusive, "flat or dominated by a large constant" (a fresh-eyes audit). The same values in the same
+        # dtype (x.data = x.data.clone()) change nothing; in another dtype they do: the later evaluations, which run on
+        # the check's own tensors, ran in it (x.data = x.data.float() on a float32 input made float64 evidence
+        # float32's and passed a backward 1e-4 off; to complex128, gradaudit's own code raised: a review)
         leaf = leaves[i]
         if (before is not None and leaf.layout == torch.strided and leaf.data_ptr() != x.data_ptr()
-                and not _same(leaf.detach() if leaf.dtype == before.dtype else leaf.detach().to(before.dtype), before)):
+                and not (leaf.dtype == before.dtype and _same(leaf.detach(), before))):
+            into = "" if leaf.dtype == before.dtype else f" with a {str(leaf.dtype).removeprefix('torch.')} tensor"
+            why = (": autograd then differentiates the function at the new values, not at the input's, so its "
+                   "gradient is not the function's there" if i in problem.diff and leaf.dtype == before.dtype else
+                   ", so the check's evaluations would not all see the input it was given" + (
+                       f" (it evaluates in {str(before.dtype).removeprefix('torch.')})" if into else ""))
             raise EvaluationError("the function", InputMutated(
-                f"the function replaces the data of its input '{name}' ({name}.data = ...): autograd then "
-                f"differentiates the function at the new values, not at the input's, so its gradient is not the "
-                f"function's there. Compute from a new tensor instead ({name} = {name} * 2 rather than {name}.data = "
-                f"{name}.data * 2); the caller's tensor is untouched"))
+                f"the function replaces the data of its input '{name}'{into} ({name}.data = ...){why}. Compute "
+                f"from a new tensor instead ({name}2 = {name}.float() or {name} * 2 rather than {name}.data = ...); "
+                "the caller's tensor is untouched"))
     if not any(problem.inputs[j].numel() for j in problem.diff):
         return  # nothing to perturb, so no evaluation but this one: whether another would agree decides nothing
     with E.GradMode(False):

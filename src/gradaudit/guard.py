@@ -412,7 +412,7 @@ def modules_named(fn: Any) -> list[Any]:
     reads: set[str] | None = None
     keys: dict[str, frozenset[Any] | None] = {}
     for name, obj in named:
-        if isinstance(obj, module):
+        if issubclass(type(obj), module):  # (type(), not isinstance: no __class__ of the user's is read)
             found.setdefault(id(obj), obj)
         elif obj is not None and not issubclass(type(obj), plain):  # (functions, modules, tensors: at once)
             if reads is None:  # (read once, where some object may hold a module)
@@ -473,19 +473,22 @@ def _subscripts(code: Any) -> dict[str, frozenset[Any] | None]:
 
 def _items(obj: Any, wanted: frozenset[Any] | None) -> list[Any]:
     """The values of a dict, list or tuple, those at the *wanted* keys alone where given; none of one with more than
-    HELD_ITEMS items read whole. Their own methods read them: a subclass's overrides run nothing."""
+    HELD_ITEMS items read whole. A subclass may map its keys its own way (__missing__): both, those at the wanted
+    keys (an OrderedDict of 1,500 entries read at one key: a review) and every value within HELD_ITEMS. Their own
+    methods read them: a subclass's overrides run nothing."""
     cls = type(obj)
-    if cls not in _CONTAINERS:  # (a subclass may map its keys its own way, __missing__: every value)
-        wanted = None
+    whole_too = cls not in _CONTAINERS
     if issubclass(cls, dict):
-        if wanted is not None:
-            return [dict.__getitem__(obj, k) for k in wanted if dict.__contains__(obj, k)]
-        return list(dict.values(obj)) if dict.__len__(obj) <= HELD_ITEMS else []
+        chosen = [] if wanted is None else [dict.__getitem__(obj, k) for k in wanted if dict.__contains__(obj, k)]
+        if wanted is not None and not whole_too:
+            return chosen
+        return chosen + (list(dict.values(obj)) if dict.__len__(obj) <= HELD_ITEMS else [])
     size = list.__len__(obj) if issubclass(cls, list) else tuple.__len__(obj)
     at = list.__getitem__ if issubclass(cls, list) else tuple.__getitem__
-    if wanted is not None:
-        return [at(obj, k) for k in wanted if type(k) is int and -size <= k < size]
-    return [at(obj, k) for k in range(size)] if size <= HELD_ITEMS else []
+    chosen = [] if wanted is None else [at(obj, k) for k in wanted if type(k) is int and -size <= k < size]
+    if wanted is not None and not whole_too:
+        return chosen
+    return chosen + ([at(obj, k) for k in range(size)] if size <= HELD_ITEMS else [])
 
 
 def _held(obj: Any, reads: set[str], skip: tuple[type, ...] = _NOT_HOLDERS,
