@@ -107,22 +107,6 @@ def test_an_error_raised_once_with_gradients_off_and_not_again_is_an_error_not_a
     assert not any("gradients off" in n for n in res.info.get("notes", []))
 
 
-class BrokenJvp(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x.sin()
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * x.cos()
-
-    @staticmethod
-    def jvp(ctx, t):
-        raise ValueError("my jvp is broken")
-
-
 class NoJvp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
@@ -133,6 +117,12 @@ class NoJvp(torch.autograd.Function):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         return g * x.cos()
+
+
+class BrokenJvp(NoJvp):  # the same sin, with a jvp that raises
+    @staticmethod
+    def jvp(ctx, t):
+        raise ValueError("my jvp is broken")
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -241,9 +241,7 @@ def _problem(fn: Callable[..., Any], inputs: Sequence[Any] | Any, names: Sequenc
                 "on float64 copies, so this checks its gradient formula, not a code path it takes only in the lower "
                 "precision; ga.compare checks a kernel at its own precision against float64")
     if generators:
-        problem.notes.append(f"torch.Generator argument(s) passed to the function ({len(generators)}): every "
-                             "evaluation started them from their state at the check's start, where they are left, so "
-                             "the function is checked as one deterministic function")
+        problem.notes.append(_generators_note(generators, "the function"))
     if problem.random:
         problem.notes.append(f"the function draws random numbers: every evaluation started from the same random "
                              f"state (torch generators seeded with {seed}, the caller's state restored), so it is "
@@ -264,6 +262,12 @@ def _argument_generators(leaves: Sequence[Any]) -> list[Any]:
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         globals_ |= {id(g) for g in torch.cuda.default_generators}
     return list({id(x): x for x in given if id(x) not in globals_}.values())
+
+
+def _generators_note(generators: list[Any], given: str) -> str:
+    """What the report says of the torch.Generator arguments *given* to the function or the forward."""
+    return (f"torch.Generator argument(s) passed to {given} ({len(generators)}): every evaluation started them from "
+            "their state at the check's start, where they are left, so it is checked as one deterministic function")
 
 
 def _from_their_states(call: Callable[..., Any], generators: list[Any]) -> Callable[..., Any]:
@@ -1793,9 +1797,7 @@ def check_module(model: Any, inputs: Sequence[Any] | Any, loss_fn: Callable[...,
     if generators:  # a forward that takes a torch.Generator: every evaluation starts it from its state, as ga.check
         fn = _from_their_states(fn, generators)
         fn._gradaudit_private_buffers = True  # type: ignore[attr-defined]
-        notes.append(f"torch.Generator argument(s) passed to the forward ({len(generators)}): every evaluation "
-                     "started them from their state at the check's start, where they are left, so the model is "
-                     "checked as one deterministic function")
+        notes.append(_generators_note(generators, "the forward"))
     tensors = tuple(p.detach().clone().requires_grad_(True) for p in params.values())
     known = ("tolerance", "forward_ad", "order", "expected", "nondet_tol", "name", "timeout")
     unknown = sorted(set(options) - set(known))
