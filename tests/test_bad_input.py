@@ -857,10 +857,13 @@ def test_dropout_in_train_mode_is_checked_with_the_same_rng_state_at_every_point
 
 
 def test_batchnorm_in_train_mode_keeps_its_buffers():
-    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 1)).double()
+    with torch.random.fork_rng():  # (the sum after batch norm makes the first layer's gradients 0, and at some
+        torch.manual_seed(0)  # initializations their evidence is inconclusive: README Known limits)
+        model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 1)).double()
+        inputs = torch.randn(6, 3, dtype=torch.float64)
     model.train()
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    res = ga.check_module(model, (torch.randn(6, 3, dtype=torch.float64),), lambda y: y.sum())
+    res = ga.check_module(model, (inputs,), lambda y: y.sum())
     assert res.ok, res
     after = model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)

@@ -8,7 +8,8 @@ The evidence comes in stages, and only evidence with a full error bound can fail
    eps^(1/5) where its h^4 truncation meets rounding) accepts when autograd agrees to within the
    tolerance plus its rounding bound, and its truncation error, estimated from D(h) - D(2h)
    (:func:`gradaudit.numeric.truncation`), is within that allowance too; with several inputs, all of
-   them are first moved at once (:func:`_together`). Where only that truncation estimate kept it from
+   them are first moved at once (:func:`_together`; an input whose term that sum cannot resolve to RESOLVE
+   is then checked on its own, and a failure there is its own). Where only that truncation estimate kept it from
    accepting, the stage is taken again at half its steps (2 evaluations each, up to HALVINGS times,
    :func:`halved`), its truncation then also read from the two stages' difference;
 2. otherwise Ridders' tableau (8 more evaluations, with its own error estimate);
@@ -1201,6 +1202,8 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
     output_alone = _outputs_alone(problem, vs)
 
     found: dict[int, Findings] = {}
+    # the inputs the joint projection accepted but did not resolve, with the findings of that agreement
+    joint: dict[int, Findings] | None = None
     comparisons = info.setdefault("directional", [])
     # one-element inputs of functions with at most 4 scalar float64 outputs: in Python floats (_scalar_preamble,
     # _scalar_phi), the same IEEE operations as the tensor path
@@ -1230,16 +1233,19 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
         factors = ([r + 0.5 for r in kept[offset:]] if kept is not None else
                    torch.empty(len(problem.diff), dtype=torch.float64).uniform_(0.5, 1.5, generator=gen).tolist())
         together = _together(problem, draws, factors, vs, grads, tol, output_alone, evals, info, seen, trail)
-        if together is not None:  # every input agrees at once: nothing is left to decide input by input
-            comparisons += together
+        if together is not None:  # every input agrees at once: only the inputs whose terms it left open remain
+            entries, again = together
+            comparisons += entries
             for j in problem.diff:
                 x = problem.inputs[j]
                 f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
                 f.total = x.numel()
-            info["evaluations"] = info.get("evaluations", 0) + evals[0]
-            return found
+            if not again:
+                info["evaluations"] = info.get("evaluations", 0) + evals[0]
+                return found
+            joint = {j: found[j] for j in again}  # judged on their own below, as they would be without the others
     for pos, j in enumerate(problem.diff):
-        if only is not None and j != only[0]:
+        if (only is not None and j != only[0]) or (joint is not None and j not in joint):
             continue
         x = problem.inputs[j].detach()
         f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
@@ -1320,6 +1326,15 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
                      "its gradient (vᵀJ there) is off"), at))
             continue
         _bisect(problem, j, g, u, phi_for, scale, tol, vs, f, out, index)
+    if joint is not None:
+        # an input the joint projection could not resolve, judged on its own: a disagreement there beyond its own
+        # evidence is a failure the joint sum hid. Where its own projection cannot decide either (inconclusive: its
+        # evidence too coarse against a term of about 0), the joint agreement stands, as before: a bias before batch
+        # norm in train mode, whose gradient is 0 by the normalization and whose projection reads the outputs'
+        # rounding, passes beside the other parameters, as gradcheck passes it (alone it is inconclusive)
+        for j, f in joint.items():
+            if found[j].verdict != "fail":
+                found[j] = f
     info["evaluations"] = info.get("evaluations", 0) + evals[0]
     return found
 
@@ -1417,7 +1432,8 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
               grads: tuple[torch.Tensor | None, ...], tol: ToleranceUsed,
               output_alone: Callable[[int], tuple[torch.Tensor | None, ...] | None], evals: list[int],
               info: Info, seen: dict[int, tuple[torch.Tensor, float, float]] | None = None,
-              trail: dict[int, list[tuple[torch.Tensor, float, float]]] | None = None) -> list[dict[str, Any]] | None:
+              trail: dict[int, list[tuple[torch.Tensor, float, float]]] | None = None
+              ) -> tuple[list[dict[str, Any]], list[int]] | None:
     """Every input moved at once, each along its own direction u_j (the one its own check would use): the
     quick stage's numeric derivative of phi is sum_j vᵀJ_j u_j, 4 evaluations for all inputs instead of 4 per
     input. It only accepts, and only what every input's own check would accept: the disagreement of the sums
@@ -1430,7 +1446,8 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
     have either sign, terms that cancel to less than half their total size send the inputs to their own
     checks. Anything else returns
     None and the inputs are checked one by one (gradcheck's fast mode checks input by input; so does the
-    fallback, with the same directions). The comparisons when every input agrees, else None; into *seen*,
+    fallback, with the same directions). The comparisons when every input agrees, and the inputs whose own term
+    the sum's possible error could hide RESOLVE of (their own checks follow), else None; into *seen*,
     then, each input's u_j and the largest error of the sum the evidence leaves possible (its disagreement plus
     the smallest input's allowance, which has no rtol term here, and which bounds the truncation accepted)."""
     import torch
@@ -1512,6 +1529,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
     names = ", ".join(problem.names[j] for j, _, _ in parts)
     found = []
     agreed = curve = 0.0  # the largest error of the sum the evidence leaves possible, and its truncation (_curve)
+    again: list[int] = []  # the inputs whose terms that error leaves open
     checks: list[tuple[int | None, list[torch.Tensor], tuple[torch.Tensor | None, ...] | None]] = [(None, vs, grads)]
     if len(problem.outputs) > 1:  # and each output alone, as _per_output does
         checks += [(k, [v if i == k else torch.zeros_like(v) for i, v in enumerate(vs)], None)
@@ -1563,6 +1581,10 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
                                              u.reshape(-1) != 0).any()):
                     return None
             agreed, curve = allowed + abs(total - numeric), quick.trunc * abs(numeric)
+            # an input whose own term the sum's possible error could hide RESOLVE of (a term of exactly 0 always: a
+            # backward giving an input 0 where its true slope, 1e-11, is below the joint allowance passed on 16 of 20
+            # seeds beside an unrelated input, and failed alone on every seed) is judged again on its own
+            again = [j for (j, _, _), a in zip(parts, analytic) if not agreed <= RESOLVE * abs(a)]
             found.append({"input": f"{names} (together)", "autograd": total, "numeric": numeric, "error_bound": err,
                           "scheme": f"{_scheme(quick)}, every input along its own u at once",
                           "evaluations": quick.evaluations,
@@ -1572,7 +1594,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
             seen[j] = (u.reshape(-1), agreed, 0.0)  # (float64: made so above; several inputs: no floor used)
             if trail is not None:
                 trail.setdefault(j, []).append((u.reshape(-1), agreed, curve))
-    return found
+    return found, again
 
 
 def _per_output(problem: Problem, pos: int, u: torch.Tensor, vs: list[torch.Tensor],
