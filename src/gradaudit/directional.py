@@ -1328,12 +1328,13 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
         _bisect(problem, j, g, u, phi_for, scale, tol, vs, f, out, index)
     if joint is not None:
         # an input the joint projection could not resolve, judged on its own: a disagreement there beyond its own
-        # evidence is a failure the joint sum hid. Where its own projection cannot decide either (inconclusive: its
-        # evidence too coarse against a term of about 0), the joint agreement stands, as before: a bias before batch
-        # norm in train mode, whose gradient is 0 by the normalization and whose projection reads the outputs'
-        # rounding, passes beside the other parameters, as gradcheck passes it (alone it is inconclusive)
+        # evidence is a failure the joint sum hid, and an agreement is finer evidence than the sum's. Where its own
+        # projection cannot decide (inconclusive: its evidence too coarse against a term of about 0), the joint
+        # agreement stands, as before: a bias before batch norm in train mode, whose gradient is 0 by the
+        # normalization and whose projection reads the outputs' rounding, passes beside the other parameters, as
+        # gradcheck passes it (alone it is inconclusive)
         for j, f in joint.items():
-            if found[j].verdict != "fail":
+            if found[j].verdict == "inconclusive":
                 found[j] = f
     info["evaluations"] = info.get("evaluations", 0) + evals[0]
     return found
