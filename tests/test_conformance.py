@@ -2913,6 +2913,33 @@ def test_a_tiny_backward_beside_an_input_that_disturbs_the_joint_stage_fails(mod
 
 
 @pytest.mark.parametrize("mode", ["full", "directional"])
+def test_a_backward_dropping_a_slope_from_one_of_two_outputs_fails_beside_another_input(mode):
+    """(x.sum() + w.sum(), 1.5 + 1e-10 x.sum() + w.sum()) with a backward giving x the first output's gradient only
+    (dropping 1e-10 from the second's): a reviewer found the joint stage's check of the second output alone hid it on
+    2 of 20 seeds in directional mode (the sum's allowance there is w's, of about 1e-11, and x's true term in it
+    1e-10 |u|), while x checked alone, w held, fails every seed. An input whose term for one output alone that
+    output's sum could hide 1e-8 of is judged on its own too: fails every seed, in both modes. The right backward
+    passes."""
+    def two(drop: bool) -> type:
+        class Two(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, w):
+                return x.sum() + w.sum(), 1.5 + 1e-10 * x.sum() + w.sum()
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                gx = g1 * torch.ones(2, dtype=F64) + (0.0 if drop else 1e-10) * g2 * torch.ones(2, dtype=F64)
+                return gx, (g1 + g2) * torch.ones(1, dtype=F64)
+
+        return Two
+
+    for seed in range(20):
+        for drop, verdict in ((True, "fail"), (False, "pass")):
+            res = ga.check(two(drop).apply, _x_and_w(), mode=mode, seed=seed)
+            assert next(r for r in res.records if r.input == "x").verdict == verdict, (seed, drop, res.report())
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
 def test_a_backward_1e_8_off_on_an_input_whose_term_is_small_beside_another_fails(mode):
     """f = 1e-2 sin(x).sum() + sin(w).sum() at x = (0.3, 0.7), w = 1.2, a backward 1e-8 off on x alone. At seed 5
     (directional mode) the joint stage's sum is 0.29, x's term in it 9.1e-4 and off by 9.1e-12, within the joint
