@@ -1245,16 +1245,18 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
                 # those moved at once again, the others held: the sum's possible error is then theirs alone, not the
                 # larger terms' truncation and disagreement (the first layers of a 25-layer tanh MLP, whose terms
                 # vanish beside the last's, took 377 to 417 evaluations on their own checks, a reviewer found)
-                if len(again) < 2:
+                # (a term of 0 no projection resolves: those go to their own checks as they are)
+                resolvable = [j for j, (_, _, smallest) in again.items() if smallest > 0]
+                if len(resolvable) < 2:
                     break
                 more = _together(problem, draws, factors, vs, grads, tol, output_alone, evals, info, seen, trail,
-                                 subset=again)
+                                 subset=resolvable)
                 if more is None:
                     break
                 comparisons += more[0]
-                progress = len(more[1]) < len(again)
-                again = more[1]
-                if not progress:
+                left_open = {j: more[1][j] for j in resolvable if j in more[1]}
+                again = {**{j: v for j, v in again.items() if j not in resolvable}, **left_open}
+                if len(left_open) == len(resolvable):
                     break
             if not again:
                 info["evaluations"] = info.get("evaluations", 0) + evals[0]
@@ -1467,7 +1469,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
               info: Info, seen: dict[int, tuple[torch.Tensor, float, float]] | None = None,
               trail: dict[int, list[tuple[torch.Tensor, float, float]]] | None = None,
               subset: Collection[int] | None = None
-              ) -> tuple[list[dict[str, Any]], dict[int, tuple[float, float]]] | None:
+              ) -> tuple[list[dict[str, Any]], dict[int, tuple[float, float, float]]] | None:
     """Every input moved at once (of *subset*, when given: the others stay where they are), each along its own
     direction u_j (the one its own check would use): the
     quick stage's numeric derivative of phi is sum_j vᵀJ_j u_j, 4 evaluations for all inputs instead of 4 per
@@ -1483,7 +1485,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
     None and the inputs are checked one by one (gradcheck's fast mode checks input by input; so does the
     fallback, with the same directions). The comparisons when every input agrees, the inputs whose own term (for
     all outputs, or for one output alone) the sum's possible error could hide RESOLVE of (their own checks follow),
-    each with the largest such error and term, else None; into *seen*,
+    each with the largest such error and the largest and smallest such term, else None; into *seen*,
     then, each input's u_j and the largest error of the sum the evidence leaves possible (its disagreement plus
     the smallest input's allowance, which has no rtol term here, and which bounds the truncation accepted)."""
     import torch
@@ -1570,7 +1572,8 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
     names = ", ".join(problem.names[j] for j, _, _ in parts)
     found = []
     agreed = curve = 0.0  # the largest error of the sum the evidence leaves possible, and its truncation (_curve)
-    again: dict[int, tuple[float, float]] = {}  # inputs whose terms such an error leaves open: (error, |term|), largest
+    # the inputs whose terms such an error leaves open: the largest such error, the largest and smallest such |term|
+    again: dict[int, tuple[float, float, float]] = {}
     checks: list[tuple[int | None, list[torch.Tensor], tuple[torch.Tensor | None, ...] | None]] = [(None, vs, grads)]
     if len(problem.outputs) > 1:  # and each output alone, as _per_output does
         checks += [(k, [v if i == k else torch.zeros_like(v) for i, v in enumerate(vs)], None)
@@ -1650,11 +1653,11 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
     return found, again
 
 
-def _leave_open(again: dict[int, tuple[float, float]], j: int, possible: float, term: float) -> None:
+def _leave_open(again: dict[int, tuple[float, float, float]], j: int, possible: float, term: float) -> None:
     """Mark input j as one the joint projection leaves open (:func:`_together`), keeping the largest error possible
-    and the largest |term| seen."""
-    before = again.get(j, (0.0, 0.0))
-    again[j] = (max(before[0], possible), max(before[1], abs(term)))
+    and the largest and smallest |term| that left it open."""
+    before = again.get(j, (0.0, 0.0, math.inf))
+    again[j] = (max(before[0], possible), max(before[1], abs(term)), min(before[2], abs(term)))
 
 
 def _per_output(problem: Problem, pos: int, u: torch.Tensor, vs: list[torch.Tensor],
