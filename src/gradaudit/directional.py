@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from . import evaluate as E
@@ -73,7 +73,6 @@ SPLIT = 1e-6  # a projection resolves an element when its allowance is at most t
 #: 1e-8 bugs silent, 5 none). It is unbounded as p nears 1 or 2 (a1 -> 0), and several terms' truncations may cancel
 CURVE_MARGIN = 5.0
 SPLITS = 8  # elements a projection cannot resolve are judged again on their own, at most this many times
-JOINT_ROUNDS = 2  # the inputs a joint projection leaves open are projected at once again, at most this many times
 LOCATE = 32  # bisection locates at most this many elements per input; the count then says "at least"
 EPS64 = 2.220446049250313e-16
 _FLOAT_MAX = 1.7976931348623157e308  # the largest float64
@@ -1241,23 +1240,6 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
                 x = problem.inputs[j]
                 f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
                 f.total = x.numel()
-            for _ in range(JOINT_ROUNDS):
-                # those moved at once again, the others held: the sum's possible error is then theirs alone, not the
-                # larger terms' truncation and disagreement (the first layers of a 25-layer tanh MLP, whose terms
-                # vanish beside the last's, took 377 to 417 evaluations on their own checks, a reviewer found)
-                # (a term of 0 no projection resolves: those go to their own checks as they are)
-                resolvable = [j for j, (_, _, smallest) in again.items() if smallest > 0]
-                if len(resolvable) < 2:
-                    break
-                more = _together(problem, draws, factors, vs, grads, tol, output_alone, evals, info, seen, trail,
-                                 subset=resolvable)
-                if more is None:
-                    break
-                comparisons += more[0]
-                left_open = {j: more[1][j] for j in resolvable if j in more[1]}
-                again = {**{j: v for j, v in again.items() if j not in resolvable}, **left_open}
-                if len(left_open) == len(resolvable):
-                    break
             if not again:
                 info["evaluations"] = info.get("evaluations", 0) + evals[0]
                 return found
@@ -1467,11 +1449,9 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
               grads: tuple[torch.Tensor | None, ...], tol: ToleranceUsed,
               output_alone: Callable[[int], tuple[torch.Tensor | None, ...] | None], evals: list[int],
               info: Info, seen: dict[int, tuple[torch.Tensor, float, float]] | None = None,
-              trail: dict[int, list[tuple[torch.Tensor, float, float]]] | None = None,
-              subset: Collection[int] | None = None
-              ) -> tuple[list[dict[str, Any]], dict[int, tuple[float, float, float]]] | None:
-    """Every input moved at once (of *subset*, when given: the others stay where they are), each along its own
-    direction u_j (the one its own check would use): the
+              trail: dict[int, list[tuple[torch.Tensor, float, float]]] | None = None
+              ) -> tuple[list[dict[str, Any]], dict[int, tuple[float, float]]] | None:
+    """Every input moved at once, each along its own direction u_j (the one its own check would use): the
     quick stage's numeric derivative of phi is sum_j vᵀJ_j u_j, 4 evaluations for all inputs instead of 4 per
     input. It only accepts, and only what every input's own check would accept: the disagreement of the sums
     must lie within the evidence bound of the sum (and atol projected on u_j; no rtol term, which a sum of
@@ -1485,16 +1465,11 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
     None and the inputs are checked one by one (gradcheck's fast mode checks input by input; so does the
     fallback, with the same directions). The comparisons when every input agrees, the inputs whose own term (for
     all outputs, or for one output alone) the sum's possible error could hide RESOLVE of (their own checks follow),
-    each with the largest such error and the largest and smallest such term, else None; into *seen*,
+    each with the largest such error and term, else None; into *seen*,
     then, each input's u_j and the largest error of the sum the evidence leaves possible (its disagreement plus
     the smallest input's allowance, which has no rtol term here, and which bounds the truncation accepted)."""
     import torch
 
-    # the moved inputs' positions among problem.diff, and their draws, factors and gradients in that order
-    positions = [pos for pos, j in enumerate(problem.diff) if subset is None or j in subset]
-    diff = [problem.diff[pos] for pos in positions]
-    draws, factors, grads = [draws[p] for p in positions], [factors[p] for p in positions], tuple(
-        grads[p] for p in positions)
     parts = []
     norms: list[float] = []  # u_j = r_j max(1, |x_j|) / norms[j], as _unresolved_elements takes it
     # the joint direction's length, over the factors: one input's own direction has length one (relative to its
@@ -1506,9 +1481,9 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
     # operations as the tensor path; *points* holds (x_j, u_j) as floats there
     scalars = E.LEAN and len(problem.outputs) <= 4 and all(
         o.dtype == torch.float64 and o.numel() == 1 for o in problem.outputs) and all(
-        problem.inputs[j].dtype == torch.float64 and problem.inputs[j].numel() == 1 for j in diff)
+        problem.inputs[j].dtype == torch.float64 and problem.inputs[j].numel() == 1 for j in problem.diff)
     points: list[tuple[float, float]] = []
-    for pos, j in enumerate(diff):
+    for pos, j in enumerate(problem.diff):
         x = problem.inputs[j].detach()
         if (grads[pos] is None or not x.numel() or not x.is_floating_point() or problem.held(j) is not None
                 or x.dtype != problem.inputs[problem.diff[0]].dtype):
@@ -1572,18 +1547,16 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
     names = ", ".join(problem.names[j] for j, _, _ in parts)
     found = []
     agreed = curve = 0.0  # the largest error of the sum the evidence leaves possible, and its truncation (_curve)
-    # the inputs whose terms such an error leaves open: the largest such error, the largest and smallest such |term|
-    again: dict[int, tuple[float, float, float]] = {}
+    again: dict[int, tuple[float, float]] = {}  # inputs whose terms such an error leaves open: (error, |term|), largest
     checks: list[tuple[int | None, list[torch.Tensor], tuple[torch.Tensor | None, ...] | None]] = [(None, vs, grads)]
     if len(problem.outputs) > 1:  # and each output alone, as _per_output does
         checks += [(k, [v if i == k else torch.zeros_like(v) for i, v in enumerate(vs)], None)
                    for k in range(len(problem.outputs))]
     for k, weights, gs in checks:
         if gs is None:
-            alone = output_alone(k) if k is not None else None
-            if alone is None:  # output k does not require grad
+            gs = output_alone(k) if k is not None else None
+            if gs is None:  # output k does not require grad
                 continue
-            gs = tuple(alone[p] for p in positions)
         analytic, perturbations, dot = [], [], 0.0
         for pos, ((_, x, u), g) in enumerate(zip(parts, gs)):
             if g is None:  # no gradient reaches x_j from this output alone: vᵀJ_j u_j is 0 by autograd
@@ -1643,7 +1616,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
             # the same way, a second review found (and an output that does not reach the input reads exactly 0 alone)
             possible = allowed + abs(total - numeric)
             for (j, _, _), a in zip(parts, analytic):
-                if not possible <= RESOLVE * abs(a):
+                if not possible <= RESOLVE * abs(a) and problem.outputs[k].numel():  # (an empty output has no term)
                     _leave_open(again, j, possible, a)
     if seen is not None:  # every check agreed
         for j, _, u in parts:
@@ -1653,11 +1626,11 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
     return found, again
 
 
-def _leave_open(again: dict[int, tuple[float, float, float]], j: int, possible: float, term: float) -> None:
+def _leave_open(again: dict[int, tuple[float, float]], j: int, possible: float, term: float) -> None:
     """Mark input j as one the joint projection leaves open (:func:`_together`), keeping the largest error possible
-    and the largest and smallest |term| that left it open."""
-    before = again.get(j, (0.0, 0.0, math.inf))
-    again[j] = (max(before[0], possible), max(before[1], abs(term)), min(before[2], abs(term)))
+    and the largest |term| that left it open."""
+    before = again.get(j, (0.0, 0.0))
+    again[j] = (max(before[0], possible), max(before[1], abs(term)))
 
 
 def _per_output(problem: Problem, pos: int, u: torch.Tensor, vs: list[torch.Tensor],
