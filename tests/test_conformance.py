@@ -2962,6 +2962,41 @@ def test_a_backward_returning_none_for_one_of_two_outputs_fails_beside_another_i
         assert next(r for r in res.records if r.input == "x").verdict == "fail", (seed, res.report())
 
 
+def test_full_mode_judges_a_slope_dropped_from_one_of_two_outputs_as_directional_mode_does():
+    """(x.sum() + w.sum(), 1.5 + S x.sum() + w.sum()) with a backward dropping x's slope S from the second output. At
+    S = 1e-11 full mode's central differences of the second output read exactly 0 (its steps move it by less than its
+    rounding), as autograd's row there does, and passed the bug on every seed, alone and beside w, where directional
+    mode, which checks each output alone, fails it. Autograd giving an input no gradient from one output (that is not
+    exactly 0) now asks full mode's confirmation, as no gradient at all does: the same verdict in both modes on every
+    seed, never a pass alone (the right backward is inconclusive alone there: the evidence cannot resolve S)."""
+    def two(drop: bool) -> type:
+        class Two(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, w):
+                return x.sum() + w.sum(), 1.5 + 1e-11 * x.sum() + w.sum()
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                gx = g1 * torch.ones(2, dtype=F64) + (0.0 if drop else 1e-11) * g2 * torch.ones(2, dtype=F64)
+                return gx, (g1 + g2) * torch.ones(1, dtype=F64)
+
+        return Two
+
+    failed = 0
+    for seed in range(20):
+        for beside in (False, True):
+            got = []
+            for mode in ("full", "directional"):
+                x, w = _x_and_w()
+                res = ga.check(two(True).apply, (x, w.detach().requires_grad_(beside)), mode=mode, seed=seed)
+                got.append(next(r for r in res.records if r.input == "x").verdict)
+            assert got[0] == got[1], (seed, beside, got)
+            if not beside:
+                assert got[0] != "pass", (seed, got)
+                failed += got[0] == "fail"
+    assert failed >= 10, failed  # (a projection along x with the second output alone resolves S on most draws)
+
+
 def test_a_backward_1e_6_off_on_the_first_layer_of_a_deep_mlp_fails_in_directional_mode():
     """A 12-layer tanh MLP (width 16) whose first Linear's weight gradient is 1e-6 off: its term in the joint
     projection of all 26 parameters vanishes beside the last layers' (tanh's derivative, below one, at every layer),

@@ -172,6 +172,12 @@ def full(problem: Problem, gen: Callable[[], torch.Generator], tol: ToleranceUse
         # evaluations instead of 6, deciding nothing)
         silent = (tol.default and _silent(first[pos]) and problem.inputs[j].numel() > 0
                   and any(bool(o.ne(0).any()) for o in problem.outputs))
+        # and the same for one output of several: autograd gives the input no gradient from it (its block None or
+        # exactly 0) while the others' reach it, so vᵀJ is not 0. A backward dropping a slope of 1e-11 from the
+        # second output, (x.sum() + w.sum(), 1.5 + 1e-11 x.sum() + w.sum()), passed full mode on every seed (its
+        # differences read exactly 0 too) where directional mode, which checks each output alone, failed it
+        silent = silent or (tol.default and len(problem.outputs) > 1 and banded is None and not derived
+                            and problem.inputs[j].numel() > 0 and _silent_output(problem, j, analytic))
         asked = (asked or disagree or beyond or banded is not None or unresolved is not None or opened is not None
                  or silent)
         noted = opened  # (the columns judged by Ridders are set to 0 in it below)
@@ -365,6 +371,16 @@ def _silent(g: torch.Tensor | None) -> bool:
     import torch
 
     return g is None or (g.layout == torch.strided and g.numel() > 0 and not bool(g.any()))
+
+
+def _silent_output(problem: Problem, j: int, analytic: dict[tuple[int, int], torch.Tensor | None]) -> bool:
+    """Whether autograd gives input j no gradient from some output that is not exactly 0 everywhere: its Jacobian
+    block None or exactly 0 (rows of outputs not finite at the point are 0 in both, _analytic and Problem.dead)."""
+    for k, o in enumerate(problem.outputs):
+        block = analytic.get((j, k))
+        if (block is None or (block.numel() > 0 and not bool(block.any()))) and o.numel() and bool(o.ne(0).any()):
+            return True
+    return False
 
 
 def _row_over(g: torch.Tensor, v: float) -> torch.Tensor:
