@@ -2962,6 +2962,44 @@ def test_a_backward_returning_none_for_one_of_two_outputs_fails_beside_another_i
         assert next(r for r in res.records if r.input == "x").verdict == "fail", (seed, res.report())
 
 
+def _shifted(leak: float) -> type:
+    """softmax(x + c), its backward written by hand: c's gradient the sum of the logits' (0 by shift invariance, to
+    rounding), plus *leak* times the sum of the grad_outputs (a slope that is not there)."""
+    class Shift(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, c):
+            y = torch.softmax(x + c, -1)
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            gz = y * (g - (g * y).sum())
+            return gz, gz.sum() + leak * g.sum()
+
+    return Shift
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+@pytest.mark.parametrize("c0", [1e5, 1e8])
+def test_a_shift_whose_exact_gradient_is_0_passes_and_a_leaked_slope_fails(mode, c0):
+    """softmax(x + c) does not depend on c: its exact gradient is 0, and autograd's is the sum of the logits'
+    gradients, terms of about 0.2 that cancel to a residue of about 1e-16. At c = 1e5 and 1e8 the check's steps in c
+    are exact (x + c + t u moves every logit by the same float) and no output moves: the evidence reads exactly 0 with
+    a bound far below that residue, and the right backward FAILED both modes on most seeds (gradcheck passes it).
+    autograd's value is 0 only to its own rounding, eps of terms of the outputs' natural size per unit of c: within
+    that the right backward passes (torch's own softmax and the hand-written one), and a backward leaking a slope of
+    1e-11 per unit, far beyond it, fails."""
+    for seed in range(10):
+        x = torch.randn(5, dtype=F64, generator=torch.Generator().manual_seed(seed))
+        for fn, verdict in ((lambda c, x=x: torch.softmax(x + c, -1), "pass"),
+                            (lambda c, x=x: _shifted(0.0).apply(x, c), "pass"),
+                            (lambda c, x=x: _shifted(1e-11).apply(x, c), "fail")):
+            res = ga.check(fn, (torch.tensor(c0, dtype=F64, requires_grad=True),), mode=mode, seed=seed)
+            assert res.verdict == verdict, (seed, verdict, res.report())
+
+
 def test_full_mode_judges_a_slope_dropped_from_one_of_two_outputs_as_directional_mode_does():
     """(x.sum() + w.sum(), 1.5 + S x.sum() + w.sum()) with a backward dropping x's slope S from the second output. At
     S = 1e-11 full mode's central differences of the second output read exactly 0 (its steps move it by less than its

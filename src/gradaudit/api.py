@@ -1228,6 +1228,8 @@ def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | 
         (xs, outs), problem.point = problem.point, None  # the first forward's graph, released after these two
     else:
         xs, outs = problem.forward_with_graph()
+    if len(outs) > 1:  # (full mode's rule for an input one output gives no gradient: full._silent_output)
+        problem.reached = E.graph_reach(outs, xs, problem.diff)
     cot = [v if v.dtype == o.dtype else v.to(o.dtype) for v, o in zip(vs, outs)]
     wrt = [xs[i] for i in problem.diff]
     differentiable = [(o, c) for o, c in zip(outs, cot) if o.requires_grad]

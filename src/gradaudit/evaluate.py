@@ -65,6 +65,9 @@ class Problem:
     item_bytes: int | None = None  # bytes one forward allocates, for chunk sizes
     vmap: dict[int, bool] = field(default_factory=dict)  # per input: vmap works and agrees (decided once)
     used: dict[int, list[bool]] = field(default_factory=dict)  # per output: which checked inputs autograd reaches
+    # per checked output, the checked inputs its first forward's graph reaches (graph_reach; several outputs only,
+    # else None): an output whose graph never meets an input gives it no gradient by construction, not by a backward
+    reached: list[set[int]] | None = None
     _noise: list[torch.Tensor] | None = None
     # calls made for the evidence outside a stage's own count: the outputs' rounding measured (measure_noise) and the
     # plain calls that confirm a vmap batch (_confirm); added to info["evaluations"] once, at the end of a check
@@ -717,6 +720,27 @@ def plain(grads: Any) -> tuple[Any, ...]:
                 g = g.to_dense()
         out.append(g)
     return tuple(out)
+
+
+def graph_reach(outs: Sequence[Any], leaves: Sequence[Any], diff: Sequence[int]) -> list[set[int]]:
+    """Per output, the indices in *diff* of the *leaves* its autograd graph reaches (their AccumulateGrad nodes), one
+    walk of each output's graph."""
+    ids = {id(leaves[i]): i for i in diff}
+    found: list[set[int]] = []
+    for out in outs:
+        hit: set[int] = set()
+        stack, seen = [getattr(out, "grad_fn", None)], set()
+        while stack:
+            node = stack.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            at = ids.get(id(getattr(node, "variable", None)))
+            if at is not None:
+                hit.add(at)
+            stack.extend(n for n, _ in getattr(node, "next_functions", ()))
+        found.append(hit)
+    return found
 
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, **kwargs: Any) -> tuple[Any, ...]:
