@@ -2981,23 +2981,51 @@ def _shifted(leak: float) -> type:
     return Shift
 
 
+@pytest.mark.xfail(strict=True, reason="Known limits: a zero slope no step moves, where autograd's backward leaves a "
+                                       "rounding residue of cancelling terms (softmax(x + c) at c = 1e5), FAILS")
 @pytest.mark.parametrize("mode", ["full", "directional"])
-@pytest.mark.parametrize("c0", [1e5, 1e8])
-def test_a_shift_whose_exact_gradient_is_0_passes_and_a_leaked_slope_fails(mode, c0):
+def test_a_shift_whose_exact_gradient_is_0_passes(mode):
     """softmax(x + c) does not depend on c: its exact gradient is 0, and autograd's is the sum of the logits'
-    gradients, terms of about 0.2 that cancel to a residue of about 1e-16. At c = 1e5 and 1e8 the check's steps in c
-    are exact (x + c + t u moves every logit by the same float) and no output moves: the evidence reads exactly 0 with
-    a bound far below that residue, and the right backward FAILED both modes on most seeds (gradcheck passes it).
-    autograd's value is 0 only to its own rounding, eps of terms of the outputs' natural size per unit of c: within
-    that the right backward passes (torch's own softmax and the hand-written one), and a backward leaking a slope of
-    1e-11 per unit, far beyond it, fails."""
+    gradients, terms of about 0.2 that cancel to a residue of about 1e-16. At c = 1e5 the check's steps in c are exact
+    (every logit moves by the same float) and no output moves: the evidence reads exactly 0 with a bound far below that
+    residue, and the right backward FAILS both modes on most seeds (gradcheck passes it). An allowance of eps times
+    the outputs' size per unit of c was tried and taken back: it passed real bugs where the outputs are large and flat
+    (the next test)."""
     for seed in range(10):
         x = torch.randn(5, dtype=F64, generator=torch.Generator().manual_seed(seed))
-        for fn, verdict in ((lambda c, x=x: torch.softmax(x + c, -1), "pass"),
-                            (lambda c, x=x: _shifted(0.0).apply(x, c), "pass"),
-                            (lambda c, x=x: _shifted(1e-11).apply(x, c), "fail")):
-            res = ga.check(fn, (torch.tensor(c0, dtype=F64, requires_grad=True),), mode=mode, seed=seed)
-            assert res.verdict == verdict, (seed, verdict, res.report())
+        for fn in (lambda c, x=x: torch.softmax(x + c, -1), lambda c, x=x: _shifted(0.0).apply(x, c)):
+            res = ga.check(fn, (torch.tensor(1e5, dtype=F64, requires_grad=True),), mode=mode, seed=seed)
+            assert res.verdict == "pass", (seed, res.report())
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_a_leaked_slope_on_a_large_flat_output_fails(mode):
+    """relu(x) + 1e9 at x = -1.5e8 and clamp(x, min=1e9) at 5e8: flat, their exact gradient 0 and autograd's exactly 0
+    (nothing cancels), and no step moves the outputs. A backward leaking a slope of 1e-6 per unit of x (linear in its
+    grad_output) is wrong by 1e-6 of the functions' slope of 1 on their other side, and fails; so does a leak of 1e-11
+    on softmax(x + c)'s c at 1e5. An allowance of eps times the outputs' size per unit of the input (1.5e-7 here) passed
+    the first two on every seed (a review of that rule, taken back)."""
+    def leaking(forward, leak: float) -> type:
+        class Leak(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return forward(x)
+
+            @staticmethod
+            def backward(ctx, g):
+                return torch.zeros_like(g) + leak * g
+
+        return Leak
+
+    for seed in range(10):
+        for forward, at in ((lambda x: torch.relu(x) + 1e9, -1.5e8), (lambda x: torch.clamp(x, min=1e9), 5e8)):
+            x = torch.tensor([at], dtype=F64, requires_grad=True)
+            res = ga.check(leaking(forward, 1e-6).apply, (x,), mode=mode, seed=seed)
+            assert res.verdict == "fail", (seed, at, res.report())
+        x = torch.randn(5, dtype=F64, generator=torch.Generator().manual_seed(seed))
+        res = ga.check(lambda c, x=x: _shifted(1e-11).apply(x, c), (torch.tensor(1e5, dtype=F64, requires_grad=True),),
+                       mode=mode, seed=seed)
+        assert res.verdict == "fail", (seed, res.report())
 
 
 def test_full_mode_judges_a_slope_dropped_from_one_of_two_outputs_as_directional_mode_does():

@@ -85,7 +85,6 @@ class Rounding(TypedDict):
 
     perturbation: float
     dot_rounding: float
-    reach: float  # sum |u_c|: the direction's length in the input's own units
 
 
 # values of phi at the steps, and the largest 2-norm of the terms summed into them: their
@@ -393,13 +392,12 @@ def _one_sided(phi_many: Batched, t: float, perturbation: float, resolve: float,
 
 
 def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale: float, perturbation: float,
-                dot_rounding: float, precision: str = "float64", split_early: bool = False, reach: float = 0.0
-                ) -> dict[str, Any]:
+                dot_rounding: float, precision: str = "float64", split_early: bool = False) -> dict[str, Any]:
     """Judge *analytic* against d phi/dt at 0 in stages (see the module docstring).
 
     *scale* sets the steps (max(1, |x|)); *perturbation* is the rounding the moved inputs add to
     phi (eps |g x|_2; left out where the steps are exact, :func:`_snap`); *dot_rounding* bounds the rounding of
-    *analytic*; *reach* is sum |u_c|, the direction's length in the input's own units. Returns the verdict code,
+    *analytic*. Returns the verdict code,
     the reason code, the numeric value, its error bound, the allowance and the scheme. With *split_early* (a part
     of a bisection), a quick stage that disagrees by more than its truncation estimate can explain is not judged
     further: the verdict is then None (no verdict; :func:`_bisect` looks inside the part instead). A disagreement
@@ -623,25 +621,10 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
         # 1e-28, where gradcheck passes; undecided, not failed, within that floor (a slope above it still fails)
         import torch
 
-        # autograd's own rounding first: where its chain computes a slope of 0 from terms of the outputs' size per
-        # unit of the input (a shift: softmax(x + c) at c = 1e5, whose exact gradient is 0 and autograd's 8e-17 of
-        # terms of 0.2 that cancel), the value is 0 only to about eps of those terms per unit of u; the steps there
-        # are exact (_snap) and moved nothing, the evidence reads exactly 0, and a right backward FAILED, where
-        # gradcheck passes. Within that rounding it agrees; beyond it, it fails as before (judged as dot_rounding
-        # is). The weighted outputs' own size, not at least 1 as the steps' bounds take it: a slope of 1e-14 leaked
-        # at 1e-6 relu(x)'s flat side, 8 orders below its slope of 1e-6, passed there, which is inconclusive
-        own = 1.5 * EPS64 * _unit(phi_many) * quick.size * reach
-        redo = J.judge(obs, 0.0, tol, observed_bound=dot_rounding + own, reference_bound=result["error_bound"],
-                       scale=natural, slopes=pair, precision=precision)
-        if int(redo.verdict) == J.PASS:
-            judged = redo
-            result["scheme"] = (f"{result['scheme']}; no step moved the outputs, and autograd's value is 0 to within "
-                                "its own rounding (eps of terms of the outputs' size per unit of the input)")
         flat_floor = 1.5 * EPS64 * _unit(phi_many) * max(1.0, quick.size) / first[2]
-        redo = judged if int(judged.verdict) == J.PASS else J.judge(
-            obs, 0.0, tol, observed_bound=dot_rounding, reference_bound=flat_floor, scale=natural, slopes=pair,
-            precision=precision)
-        if int(redo.verdict) != J.FAIL and int(judged.verdict) == J.FAIL:
+        redo = J.judge(obs, 0.0, tol, observed_bound=dot_rounding, reference_bound=flat_floor, scale=natural,
+                       slopes=pair, precision=precision)
+        if int(redo.verdict) != J.FAIL:
             judged = redo.undecided(torch.tensor(True), J.COARSE)
             result["error_bound"] = flat_floor
             result["scheme"] = (f"{result['scheme']}; no step moved the outputs (the bound: their rounding at their "
@@ -915,7 +898,7 @@ def _scalar_preamble(x: torch.Tensor, u: torch.Tensor, g: torch.Tensor | None
     uv = _one_element_direction(xv, uv)
     direction = torch.tensor(uv, dtype=torch.float64).reshape(x.shape)
     if g is None:
-        return direction, 0.0, {"perturbation": 0.0, "dot_rounding": 0.0, "reach": abs(uv)}
+        return direction, 0.0, {"perturbation": 0.0, "dot_rounding": 0.0}
     analytic, rounding = _scalar_rounding(g.item(), xv, uv)
     return direction, analytic, rounding
 
@@ -928,8 +911,7 @@ def _scalar_rounding(gv: float, xv: float, uv: float) -> tuple[float, Rounding]:
     if perturbation == math.inf:  # the square overflowed: _scaled_norm of one value is its magnitude
         perturbation = EPS64 * abs(product)
     # torch's sum starts from +0.0 (a sum of -0.0 is +0.0)
-    return 0.0 + gu, {"perturbation": perturbation, "dot_rounding": 4 * EPS64 * abs(gu) * 1.0 + SUBNORMAL * abs(uv),
-                      "reach": abs(uv)}
+    return 0.0 + gu, {"perturbation": perturbation, "dot_rounding": 4 * EPS64 * abs(gu) * 1.0 + SUBNORMAL * abs(uv)}
 
 
 def _keeps(memo: dict[tuple[float, ...], Any], ts: list[float]) -> bool:
@@ -2005,9 +1987,8 @@ def _rounding(g: torch.Tensor | None, u: torch.Tensor, x: torch.Tensor,
     where the caller has it)."""
     import torch
 
-    reach = float(u.abs().sum())
     if g is None:
-        return {"perturbation": 0.0, "dot_rounding": 0.0, "reach": reach}
+        return {"perturbation": 0.0, "dot_rounding": 0.0}
     product = g * (x if x.dtype == g.dtype else x.to(g.dtype))
     perturbation = EPS64 * float(torch.linalg.vector_norm(product))
     if perturbation == math.inf:  # |g x| above 1e154: the same norm without overflow
@@ -2016,8 +1997,8 @@ def _rounding(g: torch.Tensor | None, u: torch.Tensor, x: torch.Tensor,
     # and float64's own floor: a gradient below its range is 0 (or a subnormal) to within half its smallest spacing,
     # which u scales (1 / x at 1e300: autograd's -0.0 is -1e-600 correctly rounded, and along u = 1e300 its vᵀJu of 0
     # against the evidence's 1e-300 FAILED, "abs 0, allowed 0")
-    dot += SUBNORMAL * reach
-    return {"perturbation": perturbation, "dot_rounding": dot, "reach": reach}
+    dot += SUBNORMAL * float(u.abs().sum())
+    return {"perturbation": perturbation, "dot_rounding": dot}
 
 
 def _bisect(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, phi_for: Callable[[int, torch.Tensor], Batched],

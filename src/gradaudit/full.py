@@ -1819,20 +1819,12 @@ def _staircase(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.
     if not bool(flat.any() or small.any() or still.any()):
         return value, bound, judged
     bound = bound.clone()
-    own: torch.Tensor | float = 0.0
     if bool(still.any()):
         # (3) an output no step moved (gelu at -9.4 computes -0.0 wherever the steps go) has a slope of at most its
         # rounding, ROUNDING_ULPS eps max(1, |f|), twice, over the step: autograd's 3e-19 there FAILED against an
         # estimate of exactly 0 with a bound of 0 (as directional._still bounds the elements a projection left still)
         hold = 2 * ROUNDING_ULPS * eps * problem.f_size(k).reshape(1, -1) / step
         bound = torch.where(still.T, bound + hold, bound)
-        # and autograd's value there is 0 only to its own rounding, eps of terms of the output's size per unit of the
-        # input (softmax(x + c) at c = 1e8, whose exact gradient is 0: autograd's 6e-17 of cancelling terms of 0.2
-        # FAILED against steps of 1e6 that moved nothing), as directional.judge_along takes it (its largest element,
-        # as a projection weighs them all). Not of at least 1, as the steps' bounds are: a slope of 1e-14 leaked at
-        # 1e-6 relu(x)'s flat side (8 orders below its slope of 1e-6) passed there, which is inconclusive
-        size = problem.f_scale(k)
-        own = torch.where(still, 1.5 * eps * (float(size.max()) if size.numel() else 0.0), 0.0)
     if bool(flat.any()):
         cols = flat.any(dim=0).nonzero().flatten()
         quantum = _quanta(problem, j, part[cols], base, info)[k]  # (w', M)
@@ -1845,7 +1837,7 @@ def _staircase(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.
         wider = small.T[cols] & (noise > SAFETY * bound[cols])
         bound[cols] = torch.where(wider, noise, bound[cols])
     left, right, noise_t, trunc = sides
-    judged = J.judge(obs, value.T, tol, observed_bound=own, reference_bound=bound.T, scale=_scale(problem, j, k, part),
+    judged = J.judge(obs, value.T, tol, reference_bound=bound.T, scale=_scale(problem, j, k, part),
                      slopes=(left.T, right.T, noise_t.T, trunc.T), precision=_precision(problem, j))
     return value, bound, judged
 
