@@ -898,7 +898,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
     no_input = not any(problem.inputs[j].numel() for j in problem.diff)
     no_output = not any(o.numel() for o in problem.outputs)
     empty = no_input or no_output
-    grads, extra = _metadata(problem, vs, nondet_tol, again=not empty)
+    grads, extra = _metadata(problem, vs, nondet_tol, again=not empty, reach=mode == "full")
     if empty:  # no element to perturb, or no output element: the Jacobian has no entry to compare
         found = {j: Findings(j, problem.names[j], tuple(problem.inputs[j].shape),
                              [tuple(o.shape) for o in problem.outputs]) for j in problem.diff}
@@ -1217,18 +1217,19 @@ def _say_held(problem: Problem, f: Findings, first: torch.Tensor | None, *, vjp:
                                   f"every element of '{f.name}' is non-finite: nothing could be checked"))
 
 
-def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | None, *, again: bool = True
-              ) -> tuple[tuple[torch.Tensor | None, ...], dict[int, list[Comparison]]]:
+def _metadata(problem: Problem, vs: list[torch.Tensor], nondet_tol: Tolerance | None, *, again: bool = True,
+              reach: bool = False) -> tuple[tuple[torch.Tensor | None, ...], dict[int, list[Comparison]]]:
     """vᵀJ from the first backward; dtype/shape/device of the gradients against their inputs; a second
     backward through the same graph must agree (nondet_tol aside; not *again*: empty gradients, nothing
-    to differ). Returns vᵀJ and the comparisons."""
+    to differ). With *reach* (full mode) and several outputs, problem.reached: the checked inputs each output's
+    graph reaches. Returns vᵀJ and the comparisons."""
     import torch
 
     if problem.point is not None:
         (xs, outs), problem.point = problem.point, None  # the first forward's graph, released after these two
     else:
         xs, outs = problem.forward_with_graph()
-    if len(outs) > 1:  # (full mode's rule for an input one output gives no gradient: full._silent_output)
+    if reach and len(outs) > 1:  # (full mode's rule for an input one output gives no gradient: full._silent_output)
         problem.reached = E.graph_reach(outs, xs, problem.diff)
     cot = [v if v.dtype == o.dtype else v.to(o.dtype) for v, o in zip(vs, outs)]
     wrt = [xs[i] for i in problem.diff]
