@@ -2912,6 +2912,22 @@ def test_a_tiny_backward_beside_an_input_that_disturbs_the_joint_stage_fails(mod
             assert next(r for r in res.records if r.input == "x").verdict == "fail", (seed, res.report())
 
 
+def _two_outputs(size: float, drop: bool) -> type:
+    """(x.sum() + w.sum(), 1.5 + size x.sum() + w.sum()) with x of 2 elements and w of 1; the backward gives x the
+    first output's gradient and, unless *drop*, the second's *size*."""
+    class Two(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            return x.sum() + w.sum(), 1.5 + size * x.sum() + w.sum()
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            gx = g1 * torch.ones(2, dtype=F64) + (0.0 if drop else size) * g2 * torch.ones(2, dtype=F64)
+            return gx, (g1 + g2) * torch.ones(1, dtype=F64)
+
+    return Two
+
+
 @pytest.mark.parametrize("mode", ["full", "directional"])
 def test_a_backward_dropping_a_slope_from_one_of_two_outputs_fails_beside_another_input(mode):
     """(x.sum() + w.sum(), 1.5 + 1e-10 x.sum() + w.sum()) with a backward giving x the first output's gradient only
@@ -2920,22 +2936,9 @@ def test_a_backward_dropping_a_slope_from_one_of_two_outputs_fails_beside_anothe
     1e-10 |u|), while x checked alone, w held, fails every seed. An input whose term for one output alone that
     output's sum could hide 1e-8 of is judged on its own too: fails every seed, in both modes. The right backward
     passes."""
-    def two(drop: bool) -> type:
-        class Two(torch.autograd.Function):
-            @staticmethod
-            def forward(ctx, x, w):
-                return x.sum() + w.sum(), 1.5 + 1e-10 * x.sum() + w.sum()
-
-            @staticmethod
-            def backward(ctx, g1, g2):
-                gx = g1 * torch.ones(2, dtype=F64) + (0.0 if drop else 1e-10) * g2 * torch.ones(2, dtype=F64)
-                return gx, (g1 + g2) * torch.ones(1, dtype=F64)
-
-        return Two
-
     for seed in range(20):
         for drop, verdict in ((True, "fail"), (False, "pass")):
-            res = ga.check(two(drop).apply, _x_and_w(), mode=mode, seed=seed)
+            res = ga.check(_two_outputs(1e-10, drop).apply, _x_and_w(), mode=mode, seed=seed)
             assert next(r for r in res.records if r.input == "x").verdict == verdict, (seed, drop, res.report())
 
 
@@ -3035,26 +3038,14 @@ def test_full_mode_judges_a_slope_dropped_from_one_of_two_outputs_as_directional
     mode, which checks each output alone, fails it. Autograd giving an input no gradient from one output (that is not
     exactly 0) now asks full mode's confirmation, as no gradient at all does: the same verdict in both modes on every
     seed, never a pass alone (the right backward is inconclusive alone there: the evidence cannot resolve S)."""
-    def two(drop: bool) -> type:
-        class Two(torch.autograd.Function):
-            @staticmethod
-            def forward(ctx, x, w):
-                return x.sum() + w.sum(), 1.5 + 1e-11 * x.sum() + w.sum()
-
-            @staticmethod
-            def backward(ctx, g1, g2):
-                gx = g1 * torch.ones(2, dtype=F64) + (0.0 if drop else 1e-11) * g2 * torch.ones(2, dtype=F64)
-                return gx, (g1 + g2) * torch.ones(1, dtype=F64)
-
-        return Two
-
     failed = 0
     for seed in range(20):
         for beside in (False, True):
             got = []
             for mode in ("full", "directional"):
                 x, w = _x_and_w()
-                res = ga.check(two(True).apply, (x, w.detach().requires_grad_(beside)), mode=mode, seed=seed)
+                res = ga.check(_two_outputs(1e-11, True).apply, (x, w.detach().requires_grad_(beside)), mode=mode,
+                               seed=seed)
                 got.append(next(r for r in res.records if r.input == "x").verdict)
             assert got[0] == got[1], (seed, beside, got)
             if not beside:

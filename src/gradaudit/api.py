@@ -498,17 +498,7 @@ GRID = "its values"  # (in place of a graph node: the outputs found on a coarse 
 
 def _reaches(out: Any, leaves: Sequence[Any]) -> bool:
     """Whether *out*'s autograd graph reaches one of the *leaves* (their AccumulateGrad nodes)."""
-    ids = {id(t) for t in leaves}
-    stack, seen = [getattr(out, "grad_fn", None)], set()
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        if id(getattr(node, "variable", None)) in ids:
-            return True
-        stack.extend(n for n, _ in getattr(node, "next_functions", ()))
-    return False
+    return bool(E.graph_reach([out], leaves, range(len(leaves)))[0])
 
 
 def _opaque_casts(problem: Problem, outs: list[Any], inner: list[Any], grids: list[Any], checked: Sequence[Any]
