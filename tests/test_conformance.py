@@ -2965,53 +2965,6 @@ def test_a_backward_returning_none_for_one_of_two_outputs_fails_beside_another_i
         assert next(r for r in res.records if r.input == "x").verdict == "fail", (seed, res.report())
 
 
-def _larger_and_smaller(slope: float, drop: bool) -> type:
-    """maximum(a, b) + slope b, every a above every b; the backward gives b its slope unless *drop* (then autograd
-    gives b no gradient at all)."""
-    class Larger(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, a, b):
-            ctx.save_for_backward(a, b)
-            return torch.maximum(a, b) + slope * b
-
-        @staticmethod
-        def backward(ctx, g):
-            a, b = ctx.saved_tensors
-            return (a > b).to(F64) * g, ((b > a).to(F64) + (0.0 if drop else slope)) * g
-
-    return Larger
-
-
-def test_an_input_given_no_gradient_beside_one_that_asks_nothing_is_confirmed_on_its_own():
-    """maximum(a, b) + 1e-11 b at a in [1, 2), b in [-1, 0) (3 elements each), the backward dropping b's slope:
-    autograd gives b no gradient, and where a's entries (1) are resolved by central differences only b asks for full
-    mode's confirmation. It is b's own check, as directional mode makes it after moving both inputs at once, without
-    that joint projection (its sum never resolves a term of 0): the same direction, so the same numeric derivative and
-    error bound as directional mode's check of b, on every seed; the slope of 1e-11 moves the outputs by about 1e-11
-    of the steps, 20 to 100 times the bound, so both modes fail b wherever that check decides. Where it cannot
-    (inconclusive), the joint projection is made too, as in directional mode, and its agreement stands for b."""
-    alone = 0
-    for seed in range(10):
-        gen = torch.Generator().manual_seed(seed)
-        a, b = torch.rand(3, generator=gen, dtype=F64) + 1.0, torch.rand(3, generator=gen, dtype=F64) - 1.0
-        seen = {}
-        for mode in ("full", "directional"):
-            res = ga.check(_larger_and_smaller(1e-11, True).apply, (a.clone().requires_grad_(),
-                                                                    b.clone().requires_grad_()), mode=mode, seed=seed)
-            own = next(c for c in res.info["directional"] if c["input"] == "b")
-            seen[mode] = (own["numeric"], own["error_bound"], own["verdict"], res.records[1].verdict)
-            if mode == "full":
-                alone += res.info["directional"][0]["input"] == "b"
-        assert seen["full"][:3] == seen["directional"][:3], (seed, seen)
-        if seen["directional"][2] == "fail":
-            assert seen["full"][3] == seen["directional"][3] == "fail", (seed, seen)
-        for mode in ("full", "directional"):  # the right backward passes
-            res = ga.check(_larger_and_smaller(1e-11, False).apply, (a.clone().requires_grad_(),
-                                                                     b.clone().requires_grad_()), mode=mode, seed=seed)
-            assert res.verdict == "pass", (seed, mode, res.report())
-    assert alone, "no seed where a asked for nothing: b's own confirmation was not made"
-
-
 def _shifted(leak: float) -> type:
     """softmax(x + c), its backward written by hand: c's gradient the sum of the logits' (0 by shift invariance, to
     rounding), plus *leak* times the sum of the grad_outputs (a slope that is not there)."""

@@ -920,24 +920,6 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                                localize=False, only=(j, still.reshape(problem.inputs[j].shape), which), seen=views,
                                trail=trail)[j]
 
-        alone: dict[int, Findings] = {}
-
-        def confirm_alone(j: int) -> bool:
-            """The confirmation of input j on its own, as directional mode's own check of j after the projection of
-            every input at once (the same direction, the same evidence), that projection not made: for an input
-            autograd gives no gradient where no other input has asked, a term of 0 that projection could never
-            resolve. Where j's own check cannot decide, the whole confirmation is made, whose joint agreement may
-            stand for it, as in directional mode."""
-            if confirmed:  # (made already: asking again costs nothing)
-                return confirm(j)
-            entries = len(info.get("directional", []))
-            f = alone[j] = directional(problem, _stream(seed, "directional"), tol, info, vs=vs, grads=grads,
-                                       localize=False, seen=views, trail=trail, alone=j)[j]
-            if f.verdict == "inconclusive":  # the joint agreement may stand for it: the whole confirmation decides
-                del alone[j], info["directional"][entries:]  # (which makes this projection again, as its first)
-                return confirm(j)
-            return f.verdict == "fail"
-
         def confirm_without(j: int, cols: torch.Tensor) -> bool:  # agrees with *cols* of j held still
             still = torch.zeros(problem.inputs[j].numel(), dtype=torch.bool)
             still[cols] = True
@@ -1073,15 +1055,13 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
             return count
 
         found = full(problem, lambda: _generator(seed, "full"), tol, info, confirm, grads, vs, confirm_without,
-                     confirm_along, left_open, confirm_open, confirm_alone)
+                     confirm_along, left_open, confirm_open)
         for j, f in found.items():
             if j in disagreed and f.verdict == "pass":
                 f.extra += disagreed[j].extra  # the projection along those columns disagrees though no entry does
             elif j in undecided and f.verdict == "pass":  # the projection along open columns could not decide them
                 f.extra += [replace(c, reason=f"{c.reason} (along the columns whose entries central differences left "
                                     "open: they are not decided)") for c in undecided[j].extra]
-            if j in alone and j not in confirmed:
-                confirmed[j] = alone[j]
             if j not in confirmed:
                 continue
             if not any(part.kind == "none-gradient" for part in f.parts):  # else its entries already say so

@@ -1177,8 +1177,7 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
                 grads: tuple[torch.Tensor | None, ...], localize: bool = True,
                 only: tuple[int, torch.Tensor, str] | None = None,
                 seen: dict[int, tuple[torch.Tensor, float, float]] | None = None,
-                trail: dict[int, list[tuple[torch.Tensor, float, float]]] | None = None,
-                alone: int | None = None) -> dict[int, Findings]:
+                trail: dict[int, list[tuple[torch.Tensor, float, float]]] | None = None) -> dict[int, Findings]:
     """Judge vᵀJ_j u_j against the numeric derivative along u_j per input; localize disagreements by
     bisection (when *localize*). *vs* are the output weights, *grads* vᵀJ at these inputs. With *only*
     (j, still, which): input j alone, its elements where *still* is True left where they are (u is 0 there, as
@@ -1233,8 +1232,7 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
         # (r + 0.5 for torch.rand's r, exactly)
         factors = ([r + 0.5 for r in kept[offset:]] if kept is not None else
                    torch.empty(len(problem.diff), dtype=torch.float64).uniform_(0.5, 1.5, generator=gen).tolist())
-        together = None if alone is not None else _together(problem, draws, factors, vs, grads, tol, output_alone,
-                                                            evals, info, seen, trail)
+        together = _together(problem, draws, factors, vs, grads, tol, output_alone, evals, info, seen, trail)
         if together is not None:  # every input agrees at once: only the inputs whose terms it left open remain
             entries, again = together
             comparisons += entries
@@ -1247,8 +1245,7 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
                 return found
             joint = {j: found[j] for j in again}  # judged on their own below, as they would be without the others
     for pos, j in enumerate(problem.diff):
-        if (only is not None and j != only[0]) or (joint is not None and j not in joint) or (alone is not None
-                                                                                               and j != alone):
+        if (only is not None and j != only[0]) or (joint is not None and j not in joint):
             continue
         x = problem.inputs[j].detach()
         f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])

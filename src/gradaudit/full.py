@@ -79,8 +79,7 @@ def full(problem: Problem, gen: Callable[[], torch.Generator], tol: ToleranceUse
          confirm_without: Callable[[int, torch.Tensor], bool] | None = None,
          confirm_along: Callable[[int, torch.Tensor | list[float], bool], bool] | None = None,
          left_open: Callable[[int, torch.Tensor | list[float], bool], int] | None = None,
-         confirm_open: Callable[[int, torch.Tensor | list[float]], bool] | None = None,
-         confirm_alone: Callable[[int], bool] | None = None) -> dict[int, Findings]:
+         confirm_open: Callable[[int, torch.Tensor | list[float]], bool] | None = None) -> dict[int, Findings]:
     """Judge every Jacobian entry. *first* is the first backward's vᵀJ per checked input, all outputs
     weighted by *vs* at once (for a scalar output that is the whole Jacobian row, times the weight). *gen* makes
     the random stream (called once, at the first draw: a scalar output's check draws nothing).
@@ -119,10 +118,7 @@ def full(problem: Problem, gen: Callable[[], torch.Generator], tol: ToleranceUse
     adds a projection: when these rules took the decisions, more open columns made fewer or wider projections, and a
     reviewer's 1e-8 bugs that the projections before them fail passed (36 in two scans). At the end
     *left_open(j, terms, True)* is told the columns still holding such entries (those not judged by Ridders), and
-    the record names those no projection resolved to 1e-8 either. An input autograd gives no gradient (:func:`_silent`)
-    of a function of one output and several inputs, where no input before it asked, is confirmed by
-    *confirm_alone(j)*: its own check, as directional mode makes it after the projection of every input at once,
-    without that projection (a term of 0 it never resolves); the inputs after it ask for themselves."""
+    the record names those no projection resolved to 1e-8 either."""
     import torch
 
     made: list[torch.Generator] = []
@@ -182,21 +178,15 @@ def full(problem: Problem, gen: Callable[[], torch.Generator], tol: ToleranceUse
         # differences read exactly 0 too) where directional mode, which checks each output alone, failed it
         silent = silent or (tol.default and len(problem.outputs) > 1 and banded is None and not derived
                             and problem.inputs[j].numel() > 0 and _silent_output(problem, j, analytic))
-        own = disagree or beyond or banded is not None or unresolved is not None or opened is not None
-        # an input given no gradient by a function of one output, where it alone asks (no input before it did): its
-        # own check, not the projection of every input at once before it, whose sum cannot resolve a term of 0
-        # (maximum's smaller input: 14 evaluations, now 10); the inputs after it ask for themselves
-        lone = (silent and not own and not asked and confirm_alone is not None and len(problem.diff) > 1
-                and len(problem.outputs) == 1)
-        asked = asked or own or (silent and not lone)
+        asked = (asked or disagree or beyond or banded is not None or unresolved is not None or opened is not None
+                 or silent)
         noted = opened  # (the columns judged by Ridders are set to 0 in it below)
         if width < 2 and len(problem.diff) == 1:
             unresolved = None
 
         def every(j: int = j) -> torch.Tensor:  # (made only where needed)
             return found[j].unheld(torch.arange(problem.inputs[j].numel()))
-        # the confirmation agreed (or agreed along the accepted columns): small entries next
-        resolving = asked or lone
+        resolving = asked  # the confirmation agreed (or agreed along the accepted columns): small entries next
         agreed = "the directional confirmation agreed"
         # one input, every column accepted, and the confirmation asked for nothing but entries central differences
         # could not resolve (no disagreement with the first backward, no entry beyond the tolerance, no band): the
@@ -219,7 +209,7 @@ def full(problem: Problem, gen: Callable[[], torch.Generator], tol: ToleranceUse
                                         "by Ridders")
             elif left_open is not None and left_open(j, unresolved, False):
                 direct, resolving = 0, True  # it left some open: the whole confirmation, and the projection after it
-        if not direct and (confirm_alone(j) if lone and confirm_alone is not None else asked and confirm(j)):
+        if not direct and asked and confirm(j):
             if (confirm_without is not None and 0 < len(suspect) < width
                     and confirm_without(j, suspect)):
                 info["confirmation"] = ("the directional confirmation disagreed, and agreed along the columns the "
