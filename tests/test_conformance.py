@@ -2965,6 +2965,77 @@ def test_a_backward_returning_none_for_one_of_two_outputs_fails_beside_another_i
         assert next(r for r in res.records if r.input == "x").verdict == "fail", (seed, res.report())
 
 
+def _one_column_dropped(drop: bool = True) -> type:
+    """(sin(k[0]) + x[0], 100 + 1e-7 k[1]) with a backward that drops k[1]'s slope of 1e-7 (unless not *drop*):
+    autograd's column of k[1] is then exactly 0, while k[0]'s is not (so k is not an input given no gradient at
+    all)."""
+    class Dropped(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.save_for_backward(k)
+            return torch.stack([torch.sin(k[0]) + x[0], 100.0 + 1e-7 * k[1] + 0 * x[1]])
+
+        @staticmethod
+        def backward(ctx, g):
+            (k,) = ctx.saved_tensors
+            return torch.stack([g[0], 0 * g[1]]), torch.stack([torch.cos(k[0]) * g[0], (0.0 if drop else 1e-7) * g[1]])
+
+    return Dropped
+
+
+def test_a_slope_dropped_at_one_column_of_an_input_fails_full_mode_where_directional_mode_fails_it():
+    """k[1] moves the second output (100) by 1e-7 per unit; the backward gives it 0. Central differences (steps of
+    about 6e-6) read that entry as about 1e-7 (8 ulps of 100 over the step is 2.9e-8: the difference is 3.4 times
+    the outputs' rounding) within an allowance of about 3e-7 (that, times 10). An entry autograd gives as exactly 0
+    was never taken as open, so full mode passed k on every seed, where directional mode, whose larger steps resolve
+    the slope, fails it on most (a review, 2026-12-07, found it while a change that confirmed another input, one given
+    no gradient at all, on its own took away the whole confirmation that used to cover k). Such an entry is now open
+    where its difference exceeds the outputs' rounding, and a projection along its column decides: full mode fails it
+    wherever directional mode does. The right backward passes both modes on every seed."""
+    x, k = torch.tensor([1.3, 1.7], dtype=F64), torch.tensor([0.2, -0.6], dtype=F64)
+    for seed in range(10):
+        got = {mode: ga.check(_one_column_dropped().apply, (x.clone().requires_grad_(), k.clone().requires_grad_()),
+                              mode=mode, seed=seed).records[1].verdict for mode in ("directional", "full")}
+        if got["directional"] == "fail":
+            assert got["full"] == "fail", (seed, got)
+        for mode in ("full", "directional"):
+            res = ga.check(_one_column_dropped(drop=False).apply, (x.clone().requires_grad_(),
+                                                                   k.clone().requires_grad_()), mode=mode, seed=seed)
+            assert res.verdict == "pass", (seed, mode, res.report())
+
+
+def test_a_slope_dropped_at_one_column_of_a_larger_input_fails_full_mode_too():
+    """The same on a Jacobian of 41 x 40 entries per input (above judge.SMALL, so the entries are judged as tensors,
+    not in Python floats): (sin(k) + x, 100 + 1e-7 k[5]) with a backward dropping k[5]'s slope fails full mode on
+    seeds 0-2, as directional mode; the right backward passes."""
+    n = 40
+
+    def make(drop: bool) -> type:
+        class Wide(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, k):
+                ctx.save_for_backward(k)
+                return torch.cat([torch.sin(k) + x, 100.0 + 1e-7 * k[5:6] + 0 * x[:1]])
+
+            @staticmethod
+            def backward(ctx, g):
+                (k,) = ctx.saved_tensors
+                gk = torch.cos(k) * g[:n]
+                if not drop:
+                    gk = gk + torch.nn.functional.one_hot(torch.tensor(5), n).to(F64) * 1e-7 * g[n]
+                return g[:n].clone(), gk
+
+        return Wide
+
+    gen = torch.Generator().manual_seed(0)
+    x, k = torch.rand(n, generator=gen, dtype=F64), torch.rand(n, generator=gen, dtype=F64)
+    for seed in range(3):
+        for drop, verdict in ((True, "fail"), (False, "pass")):
+            res = ga.check(make(drop).apply, (x.clone().requires_grad_(), k.clone().requires_grad_()), mode="full",
+                           seed=seed)
+            assert res.records[1].verdict == verdict, (seed, drop, res.report())
+
+
 def _shifted(leak: float) -> type:
     """softmax(x + c), its backward written by hand: c's gradient the sum of the logits' (0 by shift invariance, to
     rounding), plus *leak* times the sum of the grad_outputs (a slope that is not there)."""

@@ -451,7 +451,16 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
     beside outputs of 6e27, silently); where an output is large against its slope, its whole gradient (1000 +
     1e-6 sin x: a backward 10% off, even 100%, passed full mode silently and failed directional mode, whose
     projection resolves 1e-6 at steps of 1e-2 to about 2e-9). Such an entry is then resolved by a projection
-    along its column (full(): confirm_open) or named as open."""
+    along its column (full(): confirm_open) or named as open. So is an entry autograd gives as exactly 0 where a
+    quick stage's difference *d* (the slope it saw) would be such an entry, with d for its size, and d exceeds what
+    the outputs' rounding alone moves a difference by, ROUNDING_ULPS eps max(1, |f_r|) / h_c (the evidence term
+    without its SAFETY), or the measured rounding of f_r over h_c where it was measured: (sin(k0) + x0, 100 +
+    1e-7 k1) with a backward dropping k1's slope passed full mode on every seed (d about 1e-7, 3.4 times that
+    rounding, within an allowance of 3e-7; an entry of 0 was never open), where directional mode, whose larger
+    steps resolve it, failed it. A structural zero, whose differences read exactly 0,
+    stays resolved, and so does one whose differences read rounding only (without that bound a review found
+    cumsum then diff less x, softmax's shift and layer norm's centring named as open, and slopes of 1e-11 dropped
+    below the outputs' rounding inconclusive where directional mode passes them)."""
     import torch
 
     x = problem.inputs[j]
@@ -475,6 +484,16 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
         picked = ((size > evidence + tol.atol + tol.rtol * size) & ~(evidence > RESOLVE * size)
                   & (evidence + diff > RESOLVE * size))
         term = vs[k].reshape(-1).to(torch.float64)[rows] * entry
+        # autograd gives the entry exactly 0 where the output moved: open at the slope the difference saw
+        floor = evidence / SAFETY  # what the outputs' rounding alone moves a difference by (the measured, if larger)
+        measured = problem.noise_if_measured(k)
+        if measured is not None:
+            floor = torch.maximum(floor, measured[rows] / (base * x_size[cols]))
+        moved = (size == 0) & (diff > floor) & (
+            diff * x_size[cols] >= torch.minimum(_own(problem.f_scale(k))[rows], evidence * base * x_size[cols]
+                                                 / RIDDERS_BASE))
+        picked |= moved
+        term = torch.where(moved, vs[k].reshape(-1).to(torch.float64)[rows] * diff, term)
         terms.scatter_reduce_(0, cols[picked], term[picked].abs().clamp_min_(TINY_TERM), reduce="amin")
         sums.index_add_(0, cols[picked], term[picked])
     if banded is not None:
@@ -582,6 +601,8 @@ def _unresolved_terms_small(problem: Problem, j: int, analytic: dict[tuple[int, 
         values = [abs(f) for f in E.flat_list(out)]
         rows = [max(f, 1.0) for f in values]
         weights = E.flat_list(vs[k])
+        measured = problem.noise_if_measured(k) if summed else None
+        noise = None if measured is None else E.flat_list(measured)
         for i, value in enumerate(E.flat_list(a)):
             r, c = divmod(i, width)
             size = abs(value)
@@ -595,6 +616,14 @@ def _unresolved_terms_small(problem: Problem, j: int, analytic: dict[tuple[int, 
                         and size >= min(RESOLVE * values[r] if values[r] > 0 else math.inf,
                                         (unit / RIDDERS_BASE) * rows[r]) / xs[c])):
                 term = value * weights[r]
+                terms[c] = min(terms[c], max(abs(term), TINY_TERM))
+                sums[c] += term
+            elif (summed and size == 0
+                  and seen_diff > max(evidence / SAFETY, 0.0 if noise is None else noise[r] / (base * xs[c]))
+                  and seen_diff >= min(RESOLVE * values[r] if values[r] > 0 else math.inf,
+                                       (unit / RIDDERS_BASE) * rows[r]) / xs[c]):
+                # autograd gives the entry exactly 0 where the output moved (see _unresolved_terms)
+                term = seen_diff * weights[r]
                 terms[c] = min(terms[c], max(abs(term), TINY_TERM))
                 sums[c] += term
     first = None if not both or all(t == math.inf for t in plain) else [0.0 if t == math.inf else t for t in plain]
