@@ -457,8 +457,8 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
     without its SAFETY), or the measured rounding of f_r over h_c where it was measured: (sin(k0) + x0, 100 +
     1e-7 k1) with a backward dropping k1's slope passed full mode on every seed (d about 1e-7, 3.4 times that
     rounding, within an allowance of 3e-7; an entry of 0 was never open), where directional mode, whose larger
-    steps resolve it, failed it. A structural zero, whose differences read exactly 0,
-    stays resolved, and so does one whose differences read rounding only (without that bound a review found
+    steps resolve it, failed it. A structural zero, whose differences read exactly 0, stays resolved, and so does
+    one whose differences read rounding only (without that bound a review found
     cumsum then diff less x, softmax's shift and layer norm's centring named as open, and slopes of 1e-11 dropped
     below the outputs' rounding inconclusive where directional mode passes them)."""
     import torch
@@ -489,9 +489,9 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
         measured = problem.noise_if_measured(k)
         if measured is not None:
             floor = torch.maximum(floor, measured[rows] / (base * x_size[cols]))
-        moved = (size == 0) & (diff > floor) & (
-            diff * x_size[cols] >= torch.minimum(_own(problem.f_scale(k))[rows], evidence * base * x_size[cols]
-                                                 / RIDDERS_BASE))
+        moved = (size == 0) & (diff > floor) & (  # (as _unresolved_terms_small, the same IEEE operations)
+            diff >= torch.minimum(_own(problem.f_scale(k))[rows], (unit / RIDDERS_BASE)
+                                  * problem.f_size(k).reshape(-1)[rows]) / x_size[cols])
         picked |= moved
         term = torch.where(moved, vs[k].reshape(-1).to(torch.float64)[rows] * diff, term)
         terms.scatter_reduce_(0, cols[picked], term[picked].abs().clamp_min_(TINY_TERM), reduce="amin")
