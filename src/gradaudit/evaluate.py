@@ -309,10 +309,6 @@ class Problem:
             self._noise = measure_noise(self)
         return self._noise[k]
 
-    def noise_if_measured(self, k: int) -> torch.Tensor | None:
-        """:meth:`noise` of output k where it has been measured, else None (nothing is evaluated)."""
-        return None if self._noise is None else self._noise[k]
-
 
 def narrowed(outs: list[Any], dtypes: Sequence[Any]) -> list[Any]:
     """Each floating tensor among *outs* rounded (differentiably) to its entry of *dtypes* where that is coarser

@@ -454,13 +454,15 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
     along its column (full(): confirm_open) or named as open. So is an entry autograd gives as exactly 0 where a
     quick stage's difference *d* (the slope it saw) would be such an entry, with d for its size, and d exceeds what
     the outputs' rounding alone moves a difference by, ROUNDING_ULPS eps max(1, |f_r|) / h_c (the evidence term
-    without its SAFETY), or the measured rounding of f_r over h_c where it was measured: (sin(k0) + x0, 100 +
+    without its SAFETY), and the measured rounding of f_r over h_c (evaluate.measure_noise: 4 evaluations, made only
+    where such an entry is seen, so the rule does not depend on what an earlier stage measured): (sin(k0) + x0, 100 +
     1e-7 k1) with a backward dropping k1's slope passed full mode on every seed (d about 1e-7, 3.4 times that
     rounding, within an allowance of 3e-7; an entry of 0 was never open), where directional mode, whose larger
     steps resolve it, failed it. A structural zero, whose differences read exactly 0, stays resolved, and so does
-    one whose differences read rounding only (without that bound a review found
-    cumsum then diff less x, softmax's shift and layer norm's centring named as open, and slopes of 1e-11 dropped
-    below the outputs' rounding inconclusive where directional mode passes them)."""
+    one whose differences read rounding only (without that bound a review found cumsum then diff less x, softmax's
+    shift and layer norm's centring named as open, and slopes of 1e-11 dropped below the outputs' rounding
+    inconclusive where directional mode passes them; with the nominal rounding alone, cumsum then diff less x at
+    x0 = 1000, whose differences read the rounding of its large cumsum, was still named)."""
     import torch
 
     x = problem.inputs[j]
@@ -484,14 +486,13 @@ def _unresolved_terms(problem: Problem, j: int, analytic: dict[tuple[int, int], 
         picked = ((size > evidence + tol.atol + tol.rtol * size) & ~(evidence > RESOLVE * size)
                   & (evidence + diff > RESOLVE * size))
         term = vs[k].reshape(-1).to(torch.float64)[rows] * entry
-        # autograd gives the entry exactly 0 where the output moved: open at the slope the difference saw
-        floor = evidence / SAFETY  # what the outputs' rounding alone moves a difference by (the measured, if larger)
-        measured = problem.noise_if_measured(k)
-        if measured is not None:
-            floor = torch.maximum(floor, measured[rows] / (base * x_size[cols]))
-        moved = (size == 0) & (diff > floor) & (  # (as _unresolved_terms_small, the same IEEE operations)
+        # autograd gives the entry exactly 0 where the output moved, by more than the outputs' rounding: open at the
+        # slope the difference saw (as _unresolved_terms_small, the same IEEE operations)
+        moved = (size == 0) & (diff > evidence / SAFETY) & (
             diff >= torch.minimum(_own(problem.f_scale(k))[rows], (unit / RIDDERS_BASE)
                                   * problem.f_size(k).reshape(-1)[rows]) / x_size[cols])
+        if bool(moved.any()):  # and by more than the measured rounding (measured once, only where it decides)
+            moved &= diff > problem.noise(k)[rows] / (base * x_size[cols])
         picked |= moved
         term = torch.where(moved, vs[k].reshape(-1).to(torch.float64)[rows] * diff, term)
         terms.scatter_reduce_(0, cols[picked], term[picked].abs().clamp_min_(TINY_TERM), reduce="amin")
@@ -601,8 +602,7 @@ def _unresolved_terms_small(problem: Problem, j: int, analytic: dict[tuple[int, 
         values = [abs(f) for f in E.flat_list(out)]
         rows = [max(f, 1.0) for f in values]
         weights = E.flat_list(vs[k])
-        measured = problem.noise_if_measured(k) if summed else None
-        noise = None if measured is None else E.flat_list(measured)
+        noise: list[float] | None = None  # the measured rounding, measured only where it decides (below)
         for i, value in enumerate(E.flat_list(a)):
             r, c = divmod(i, width)
             size = abs(value)
@@ -618,14 +618,16 @@ def _unresolved_terms_small(problem: Problem, j: int, analytic: dict[tuple[int, 
                 term = value * weights[r]
                 terms[c] = min(terms[c], max(abs(term), TINY_TERM))
                 sums[c] += term
-            elif (summed and size == 0
-                  and seen_diff > max(evidence / SAFETY, 0.0 if noise is None else noise[r] / (base * xs[c]))
+            elif (summed and size == 0 and seen_diff > evidence / SAFETY
                   and seen_diff >= min(RESOLVE * values[r] if values[r] > 0 else math.inf,
                                        (unit / RIDDERS_BASE) * rows[r]) / xs[c]):
                 # autograd gives the entry exactly 0 where the output moved (see _unresolved_terms)
-                term = seen_diff * weights[r]
-                terms[c] = min(terms[c], max(abs(term), TINY_TERM))
-                sums[c] += term
+                if noise is None:
+                    noise = E.flat_list(problem.noise(k))
+                if seen_diff > noise[r] / (base * xs[c]):
+                    term = seen_diff * weights[r]
+                    terms[c] = min(terms[c], max(abs(term), TINY_TERM))
+                    sums[c] += term
     first = None if not both or all(t == math.inf for t in plain) else [0.0 if t == math.inf else t for t in plain]
     if all(t == math.inf for t in terms):
         return (first, None) if both else None
