@@ -1073,7 +1073,8 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                 # steps still above 1e-3 of its terms), as directional mode and a ledger say: x.sum() + 1e11, whose
                 # values round at 1.5e-5, passed a backward 1% off in full mode alone
                 coarse = [c for c in confirmed[j].comparisons() if c.verdict == "inconclusive"]
-                said = J.reason_text(J.COARSE, 0.0, 0.0, None)  # (a projection's comparison carries its words)
+                said = tuple(J.reason_text(code, 0.0, 0.0, None)  # (a projection's comparison carries its words)
+                             for code in (J.COARSE, J.OWN_ROUNDING))
                 if coarse and all(c.kind == "coarse" or c.reason.startswith(said) for c in coarse):
                     f.extra += coarse
     else:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from . import evaluate as E
@@ -78,6 +79,9 @@ EPS64 = 2.220446049250313e-16
 _FLOAT_MAX = 1.7976931348623157e308  # the largest float64
 SHRINKS = 8  # Ridders restarted from h0/10, h0/100, ... while its evidence cannot decide (as full.SHRINKS)
 UNDECIDED = (J.COARSE, J.DISCONTINUITY, J.EVIDENCE_NONFINITE)  # as full.UNDECIDED
+#: the output weights' scalings whose backwards measure autograd's own rounding (:func:`own_rounding`): not powers of
+#: two, which scale every rounding exactly (a backward is linear in its grad_output; only its rounding moves)
+OWN_SCALINGS = (0.9, 1.1, 1.3)
 
 
 class Rounding(TypedDict):
@@ -392,7 +396,8 @@ def _one_sided(phi_many: Batched, t: float, perturbation: float, resolve: float,
 
 
 def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale: float, perturbation: float,
-                dot_rounding: float, precision: str = "float64", split_early: bool = False) -> dict[str, Any]:
+                dot_rounding: float, precision: str = "float64", split_early: bool = False,
+                own: Callable[[], float | None] | None = None) -> dict[str, Any]:
     """Judge *analytic* against d phi/dt at 0 in stages (see the module docstring).
 
     *scale* sets the steps (max(1, |x|)); *perturbation* is the rounding the moved inputs add to
@@ -686,9 +691,94 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
         import torch
 
         judged = judged.undecided(torch.tensor(True), J.COARSE)
+    if (own is not None and int(judged.verdict) == J.FAIL and "autograd_moved" not in result and math.isfinite(obs)
+            and abs(result["numeric"]) <= SAFETY * result["error_bound"]):
+        # autograd's value may be nothing but its own rounding: a backward whose terms cancel (softmax(x + c)'s shift
+        # c, whose exact gradient is 0 and autograd's the residue, about 1e-16, of terms of about 0.2) rounds at the
+        # terms' size, which neither the outputs nor vᵀJu show, and FAILED against evidence that reads exactly 0 on
+        # a finer bound (gradcheck passes it). Where the evidence allows 0 (a wrong backward's usual failure, against
+        # evidence that resolves a slope, measures nothing), *own* measures that rounding (:func:`own_rounding`);
+        # where autograd's value is no larger than it, and the difference lies within it and the evidence's bound,
+        # the evidence cannot decide: inconclusive, never a pass. A slope the backward adds or drops beyond its
+        # rounding still fails (a leak linear in the grad_output does not move with the scalings)
+        measured = own()
+        if measured is not None and abs(obs) <= SAFETY * measured:
+            redo = J.judge(obs, result["numeric"], tol, observed_bound=dot_rounding + measured,
+                           reference_bound=result["error_bound"], scale=natural, slopes=pair, precision=precision)
+            if int(redo.verdict) != J.FAIL:
+                import torch
+
+                judged = redo.undecided(torch.tensor(True), J.OWN_ROUNDING)
+                result["autograd_rounding"] = measured
+                result["scheme"] = (f"{result['scheme']}; autograd's own rounding measured at {measured:.3g} (the "
+                                    "output weights scaled)")
     result.update(verdict=int(judged.verdict), reason=int(judged.reason), allowed=_allowed(judged),
                   judged=judged, observed=shown)
     return result
+
+
+def own_rounding(problem: Problem, j: int, weights: list[torch.Tensor | None], given: torch.Tensor | None
+                 ) -> Callable[[torch.Tensor], float | None]:
+    """along(d): how far autograd's vᵀJ_j d (the outputs weighted by *weights*, None for an output left out; *given*
+    its vᵀJ_j, as the check computed it) moves by autograd's own rounding: the backward taken again with the weights
+    scaled by each of OWN_SCALINGS, its vᵀJ_j d divided by the scaling, against vᵀJ_j d unscaled, the largest
+    difference. A backward is linear in its grad_output: only its rounding moves so. Measured where it is first asked
+    (one forward and 5 backwards for input j), and only where it can be trusted: None unless the backward taken again
+    gives *given* exactly (not nondeterministic), and the weights doubled give twice that exactly (a power of two scales
+    every rounding exactly: a backward that is not linear in its grad_output, one that ignores it, or adds a constant,
+    shows there and is not measured). None too for complex outputs or gradients."""
+    import torch
+
+    made: list[list[torch.Tensor] | None] = []
+
+    def along(d: torch.Tensor) -> float | None:
+        if not made:
+            made.append(_scaled_backwards(problem, j, weights, given))
+        gs = made[0]
+        if gs is None:
+            return None
+        flat = d.reshape(-1).to(torch.float64)
+        moved = flat != 0
+
+        def projected(g: torch.Tensor) -> float:
+            return float(torch.where(moved, g * flat, 0.0).sum())  # (a held element's NaN is not moved)
+
+        base = projected(gs[0])
+        spread = max(abs(projected(g) / a - base) for a, g in zip(OWN_SCALINGS, gs[1:]))
+        return spread if math.isfinite(spread) else None
+
+    return along
+
+
+def _scaled_backwards(problem: Problem, j: int, weights: list[torch.Tensor | None], given: torch.Tensor | None
+                      ) -> list[torch.Tensor] | None:
+    """vᵀJ_j, flat, float64, at the weights and at them scaled by each of OWN_SCALINGS, from one fresh forward; None
+    where they cannot measure autograd's rounding (see :func:`own_rounding`)."""
+    import torch
+
+    from .evaluate import grad
+
+    if given is None or given.is_complex():
+        return None
+    xs, outs = problem.forward_with_graph()
+    taken = [(o, w) for o, w in zip(outs, weights) if w is not None and o.requires_grad]
+    if not taken or any(o.is_complex() or not o.is_floating_point() for o, _ in taken):
+        return None
+    scalings = (1.0, 2.0, *OWN_SCALINGS)
+    got: list[torch.Tensor] = []
+    for i, a in enumerate(scalings):
+        (g,) = grad([o for o, _ in taken], [xs[j]], [w * a for _, w in taken], allow_unused=True,
+                    retain_graph=i < len(scalings) - 1)
+        if g is None or g.is_complex():
+            return None
+        got.append(g.detach().reshape(-1).to(torch.float64))
+
+    def same(a: torch.Tensor, b: torch.Tensor) -> bool:
+        return a.shape == b.shape and bool(((a == b) | (a.isnan() & b.isnan())).all())
+
+    if not (same(got[0], given.detach().reshape(-1).to(torch.float64)) and same(got[1], 2 * got[0])):
+        return None
+    return [got[0], *got[2:]]
 
 
 def _measured(phi_many: Batched, result: dict[str, Any], step: float) -> float | None:
@@ -1262,10 +1352,11 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
         tiny = (scalars and x.numel() == 1 and x.dtype == torch.float64 and f.held is None
                 and (g is None or g.numel() == 1))
         memo: dict[tuple[float, ...], Any] | None = {} if len(problem.outputs) > 1 else None
-        if tiny:  # one element, scalar outputs: the same arithmetic in Python floats (see _scalar_phi)
+        measure = own_rounding(problem, j, list(vs), given)  # (measured only where a projection would fail)
+        if tiny:  # one element, scalar outputs: the same arithmetic in Python floats (see _scalar_preamble)
             u, analytic, rounding = _scalar_preamble(x, u, g)
             out = judge_along(phi_for(j, u, memo=memo), analytic, _projected(tol, u, vs), scale=1.0,
-                              **rounding, precision="float64")
+                              **rounding, precision="float64", own=partial(measure, u))
             gu = None
         elif f.held is None:
             sizes = x.abs()  # every element finite: _sizes(x)
@@ -1286,7 +1377,8 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
             gu = None if g is None else g * u
             analytic = 0.0 if gu is None else float(gu.sum())
             out = judge_along(phi_for(j, u, memo=memo), analytic, _projected(tol, u, vs), scale=1.0,
-                              **_rounding(g, u, x_seen, gu), precision=str(x.dtype).removeprefix("torch."))
+                              **_rounding(g, u, x_seen, gu), precision=str(x.dtype).removeprefix("torch."),
+                              own=partial(measure, u))
         scale = 1.0
         comparisons.append(_entry(problem.names[j], analytic, out) if only is None else
                            {**_entry(problem.names[j], analytic, out), "along": only[2]})
@@ -1295,7 +1387,8 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
         if out["verdict"] == J.PASS and g is not None and not tiny:
             # elements whose terms are too small against the allowance to be resolved by it: judged on their own
             split = _split(problem, j, g, u, norm, sizes, x_seen, phi_for, tol, vs, out, comparisons,
-                           terms=only is not None, trail=None if trail is None else trail.setdefault(j, []))
+                           terms=only is not None, trail=None if trail is None else trail.setdefault(j, []),
+                           measure=measure)
             if split is not None:
                 u, index, out = split
         if out["verdict"] == J.PASS:
@@ -1331,7 +1424,7 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
                 else f"vᵀJu along element {at} of '{problem.names[j]}' alone{unresolved and ', which' + unresolved}: "
                      "its gradient (vᵀJ there) is off"), at))
             continue
-        _bisect(problem, j, g, u, phi_for, scale, tol, vs, f, out, index)
+        _bisect(problem, j, g, u, phi_for, scale, tol, vs, f, out, index, measure)
     if joint is not None:
         # an input the joint projection could not resolve, judged on its own: a disagreement there beyond its own
         # evidence is a failure the joint sum hid, and an agreement is finer evidence than the sum's. Where its own
@@ -1402,7 +1495,8 @@ def _none_to_split(g: torch.Tensor, u: torch.Tensor, sizes: torch.Tensor, norm: 
 def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: float, sizes: torch.Tensor,
            seen: torch.Tensor, phi_for: Callable[..., Batched], tol: ToleranceUsed, vs: list[torch.Tensor],
            whole: dict[str, Any], comparisons: list[dict[str, Any]], terms: bool = False,
-           trail: list[tuple[torch.Tensor, float, float]] | None = None
+           trail: list[tuple[torch.Tensor, float, float]] | None = None,
+           measure: Callable[[torch.Tensor], float | None] | None = None
            ) -> tuple[torch.Tensor, torch.Tensor, dict[str, Any]] | None:
     """A passing projection vᵀJu is a sum; its allowance (rtol of the sum plus the evidence's bound) can
     exceed what an element with a small term contributes, which may then be wrong by far more than the
@@ -1434,7 +1528,8 @@ def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: flo
         analytic = float(gu.sum())
         out = judge_along(phi_for(j, part), analytic, _projected(tol, part, vs), scale=1.0,
                           **_rounding(g_part, part, seen, gu),
-                          precision=str(problem.inputs[j].dtype).removeprefix("torch."))
+                          precision=str(problem.inputs[j].dtype).removeprefix("torch."),
+                          own=None if measure is None else partial(measure, part))
         comparisons.append(_entry(f"{name} ({count} of {int(active.sum())} elements, unresolved by the projection "
                                   "before)", analytic, out))
         if out["verdict"] != J.PASS:
@@ -1653,8 +1748,10 @@ def _per_output(problem: Problem, pos: int, u: torch.Tensor, vs: list[torch.Tens
         g = grads[pos]
         gk, seen = _without_held(None if g is None else g.detach().to(torch.float64), x)  # u is 0 at held elements
         analytic = 0.0 if gk is None else float((gk * u).sum())
+        alone = own_rounding(problem, j, [v if i == k else None for i, v in enumerate(vs)], g)
         out = judge_along(phi_for(j, u, weights, memo), analytic, _projected(tol, u, [weights[k]]), scale=1.0,
-                          **_rounding(gk, u, seen), precision=str(x.dtype).removeprefix("torch."))
+                          **_rounding(gk, u, seen), precision=str(x.dtype).removeprefix("torch."),
+                          own=partial(alone, u))
         if out["verdict"] == J.PASS:
             continue
         kind = "none-gradient" if gk is None and out["verdict"] == J.FAIL else "projection"
@@ -2003,7 +2100,7 @@ def _rounding(g: torch.Tensor | None, u: torch.Tensor, x: torch.Tensor,
 
 def _bisect(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, phi_for: Callable[[int, torch.Tensor], Batched],
             scale: float, tol: ToleranceUsed, vs: list[torch.Tensor], f: Findings, whole: dict[str, Any],
-            index: torch.Tensor | None = None) -> None:
+            index: torch.Tensor | None = None, measure: Callable[[torch.Tensor], float | None] | None = None) -> None:
     """Split the perturbed elements (all, or the flat indices *index*) in halves, keep the halves that
     disagree, down to elements (*whole* is the judgement of all of them together, which disagreed)."""
     import torch
@@ -2043,7 +2140,8 @@ def _bisect(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, phi_for:
         # between 1e-4 and 1e-2 took 49,501 evaluations instead of 662, a reviewer found)
         out = judge_along(phi_for(j, moved.reshape(u.shape)), analytic, _projected(tol, part, vs), scale=scale,
                           **_rounding(flat_g[lo:hi], part[lo:hi], seen[lo:hi]),
-                          precision=str(flat_x.dtype).removeprefix("torch."), split_early=hi - lo > 1)
+                          precision=str(flat_x.dtype).removeprefix("torch."), split_early=hi - lo > 1,
+                          own=None if measure is None else partial(measure, moved))
         if out["verdict"] == J.PASS:
             if hi - lo > 1 and f.exact:  # its elements agree as a sum, within the sum's allowance, not each
                 f.exact = False

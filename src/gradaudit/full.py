@@ -2026,5 +2026,57 @@ def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[in
                              slopes=(left.T, right.T, noise.T, trunc.T), precision=_precision(problem, j))
             value, bound, judged = _shrink(problem, j, k, sub, obs, value, bound, sides[k], judged, tol, info,
                                            used[k][bad])
+            if banded is None and not none:
+                judged = _own_rounding(problem, j, k, sub, obs, value.T, bound.T, judged, tol, info,
+                                       (left.T, right.T, noise.T, trunc.T))
             found.add(judged, obs, value.T, output=k, rows=rows, cols=sub.reshape(1, -1), slopes=(left.T, right.T),
                       kind=kind, note=note)
+
+
+def _own_rounding(problem: Problem, j: int, k: int, cols: torch.Tensor, obs: torch.Tensor, value: torch.Tensor,
+                  bound: torch.Tensor, judged: J.Judged, tol: ToleranceUsed, info: Info,
+                  sides: tuple[torch.Tensor, ...]) -> J.Judged:
+    """The failed entries (rows of output k, columns *cols* of input j: *obs* autograd's, *value* the evidence, *bound*
+    its bound) whose autograd value is no larger than autograd's own rounding, and whose difference lies within that
+    rounding and the evidence's bound: inconclusive (J.OWN_ROUNDING), as directional.judge_along judges a projection.
+    The rounding is measured per entry: the range of autograd's values of it, the check's own (from its random row
+    weight) and the rows taken again with unit weights and with them scaled by each of directional.OWN_SCALINGS,
+    divided back (5 backwards per failing row, in chunks, a forward each); not where the weights doubled do not give
+    exactly twice the rows (a backward not linear in its grad_output, or nondeterministic). At unit weights alone one
+    of softmax(x + c)'s residues read exactly 0 at every scaling, where the check's own row weight read 2.4e-17.
+    softmax(x + c) at c = 1e8: every entry of c's column is 0, autograd's a residue of 1e-17 of cancelling terms, and
+    Ridders per entry reads exactly 0 on a bound of 1e-19: a right backward FAILED."""
+    import torch
+
+    from .directional import OWN_SCALINGS
+
+    # (only where the evidence allows 0: a wrong backward's usual failure, against evidence that resolves a slope,
+    # measures nothing)
+    fail = (judged.verdict.expand(obs.shape) == J.FAIL) & (value.abs() <= SAFETY * bound)
+    rows = fail.any(1).nonzero().flatten()
+    if not len(rows) or not bool(torch.isfinite(obs[fail]).all()):
+        return judged
+    m = problem.outputs[k].numel()
+    pos = problem.diff.index(j)
+    got: list[torch.Tensor] = []
+    for a in (1.0, 2.0, *OWN_SCALINGS):
+        weights = torch.zeros(len(rows), m, dtype=torch.float64)
+        weights[torch.arange(len(rows)), rows] = a
+        g = analytic_rows(problem, k, weights, info)[pos]
+        info["backward_rows"] = info.get("backward_rows", 0) + len(rows)
+        if g is None or g.is_complex():
+            return judged
+        got.append(g[:, cols])
+    doubled = got[1] == 2 * got[0]
+    if not bool((doubled | (got[0].isnan() & got[1].isnan())).all()):
+        return judged
+    # the range of autograd's values of each entry: the check's own (from its random row weight) among them
+    values = torch.stack([obs[rows], got[0], *(g / a for a, g in zip(OWN_SCALINGS, got[2:]))])
+    measured = torch.zeros_like(obs)
+    measured[rows] = values.amax(0) - values.amin(0)
+    candidate = fail & (obs.abs() <= SAFETY * measured)
+    if not bool(candidate.any()):
+        return judged
+    redo = J.judge(obs, value, tol, observed_bound=measured, reference_bound=bound, scale=_scale(problem, j, k, cols),
+                   slopes=sides, precision=_precision(problem, j))
+    return judged.undecided(candidate & (redo.verdict.expand(obs.shape) != J.FAIL), J.OWN_ROUNDING)

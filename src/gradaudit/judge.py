@@ -36,10 +36,13 @@ PASS, FAIL, INCONCLUSIVE = 0, 1, 2
 NAMES: dict[int, Verdict] = {PASS: "pass", FAIL: "fail", INCONCLUSIVE: "inconclusive"}
 
 # reason codes and their words (rendered with the values by :func:`comparison`)
-OK, OUTSIDE, OBS_NONFINITE, EVIDENCE_NONFINITE, KINK, DISCONTINUITY, COARSE, BEYOND_TOL, CONVENTION = range(9)
-VERDICT_OF = (PASS, FAIL, FAIL, INCONCLUSIVE, INCONCLUSIVE, INCONCLUSIVE, INCONCLUSIVE, INCONCLUSIVE, PASS)
+(OK, OUTSIDE, OBS_NONFINITE, EVIDENCE_NONFINITE, KINK, DISCONTINUITY, COARSE, BEYOND_TOL, CONVENTION,
+ OWN_ROUNDING) = range(10)
+VERDICT_OF = (PASS, FAIL, FAIL, INCONCLUSIVE, INCONCLUSIVE, INCONCLUSIVE, INCONCLUSIVE, INCONCLUSIVE, PASS,
+              INCONCLUSIVE)
 KINDS = {OK: "value", OUTSIDE: "value", OBS_NONFINITE: "nonfinite", EVIDENCE_NONFINITE: "nonfinite", KINK: "kink",
-         DISCONTINUITY: "discontinuity", COARSE: "coarse", BEYOND_TOL: "coarse", CONVENTION: "kink"}
+         DISCONTINUITY: "discontinuity", COARSE: "coarse", BEYOND_TOL: "coarse", CONVENTION: "kink",
+         OWN_ROUNDING: "coarse"}
 
 
 @dataclass
@@ -412,6 +415,10 @@ def reason_text(code: int, obs: float, ref: float, slopes: tuple[float, float] |
         return "the evidence's error bound is too large against the value to decide"
     if code == BEYOND_TOL:
         return "the evidence's error bound exceeds the tolerance asked for, so it cannot confirm it"
+    if code == OWN_ROUNDING:
+        return ("autograd's value is no larger than its own rounding (measured: it moves that much when the output "
+                "weights are scaled by 0.9, 1.1 and 1.3; terms that cancel inside the backward), and the difference "
+                "lies within that rounding and the evidence's bound: the evidence cannot decide below it")
     if code == OUTSIDE:
         return "outside the allowance"
     return ""
