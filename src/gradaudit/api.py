@@ -908,11 +908,18 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
         # every agreeing projection's u, that error and its truncation (directional._curve)
         trail: dict[int, list[tuple[torch.Tensor, float, float]]] = {}
 
+        own = J.reason_text(J.OWN_ROUNDING, 0.0, 0.0, None)
+
         def confirm(j: int) -> bool:  # the directional confirmation, run only where full mode needs it
             if not confirmed:
                 confirmed.update(directional(problem, _stream(seed, "directional"), tol, info, vs=vs,
                                              grads=grads, localize=False, seen=views, trail=trail))
-            return confirmed[j].verdict == "fail"
+            # undecided for autograd's own rounding: as a disagreement, every column is judged by Ridders, where each
+            # entry's own rounding is measured alone. One element's residue times its large step (softmax(x + c)'s c
+            # at 1e8) is the whole projection's rounding, and hid another element's leak of 1e-9 that no rounding
+            # covers, whose columns the quick stage had accepted (a reviewer's cat(softmax(z + x0), ...))
+            return confirmed[j].verdict == "fail" or any(
+                c.verdict == "inconclusive" and c.reason.startswith(own) for c in confirmed[j].comparisons())
 
         def along(j: int, still: torch.Tensor, which: str, judged_by: ToleranceUsed) -> Findings:
             """The confirmation of input j with its elements *still* held where they are."""

@@ -82,6 +82,9 @@ UNDECIDED = (J.COARSE, J.DISCONTINUITY, J.EVIDENCE_NONFINITE)  # as full.UNDECID
 #: the output weights' scalings whose backwards measure autograd's own rounding (:func:`own_rounding`): not powers of
 #: two, which scale every rounding exactly (a backward is linear in its grad_output; only its rounding moves)
 OWN_SCALINGS = (0.9, 1.1, 1.3)
+#: the most that rounding in float64 is taken to move autograd's value by, in eps of the weighted outputs' size
+#: (max(1, |f|), per unit of each moved element's step): what a float32 or bfloat16 backward moves by is far more
+OWN_ULPS = 64.0
 
 
 class Rounding(TypedDict):
@@ -397,7 +400,7 @@ def _one_sided(phi_many: Batched, t: float, perturbation: float, resolve: float,
 
 def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale: float, perturbation: float,
                 dot_rounding: float, precision: str = "float64", split_early: bool = False,
-                own: Callable[[], float | None] | None = None) -> dict[str, Any]:
+                own: Callable[[float], float | None] | None = None) -> dict[str, Any]:
     """Judge *analytic* against d phi/dt at 0 in stages (see the module docstring).
 
     *scale* sets the steps (max(1, |x|)); *perturbation* is the rounding the moved inputs add to
@@ -700,8 +703,9 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
         # evidence that resolves a slope, measures nothing), *own* measures that rounding (:func:`own_rounding`);
         # where autograd's value is no larger than it, and the difference lies within it and the evidence's bound,
         # the evidence cannot decide: inconclusive, never a pass. A slope the backward adds or drops beyond its
-        # rounding still fails (a leak linear in the grad_output does not move with the scalings)
-        measured = own()
+        # rounding still fails (a leak linear in the grad_output does not move with the scalings), and so does a
+        # backward rounded through float32 or bfloat16, whose rounding is more than float64's (own_rounding)
+        measured = own(obs)
         if measured is not None and abs(obs) <= SAFETY * measured:
             redo = J.judge(obs, result["numeric"], tol, observed_bound=dot_rounding + measured,
                            reference_bound=result["error_bound"], scale=natural, slopes=pair, precision=precision)
@@ -718,34 +722,46 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
 
 
 def own_rounding(problem: Problem, j: int, weights: list[torch.Tensor | None], given: torch.Tensor | None
-                 ) -> Callable[[torch.Tensor], float | None]:
-    """along(d): how far autograd's vᵀJ_j d (the outputs weighted by *weights*, None for an output left out; *given*
-    its vᵀJ_j, as the check computed it) moves by autograd's own rounding: the backward taken again with the weights
-    scaled by each of OWN_SCALINGS, its vᵀJ_j d divided by the scaling, against vᵀJ_j d unscaled, the largest
-    difference. A backward is linear in its grad_output: only its rounding moves so. Measured where it is first asked
-    (one forward and 5 backwards for input j), and only where it can be trusted: None unless the backward taken again
-    gives *given* exactly (not nondeterministic), and the weights doubled give twice that exactly (a power of two scales
-    every rounding exactly: a backward that is not linear in its grad_output, one that ignores it, or adds a constant,
-    shows there and is not measured). None too for complex outputs or gradients."""
+                 ) -> Callable[[torch.Tensor, float], float | None]:
+    """along(d, value): how far autograd's vᵀJ_j d (*value*; the outputs weighted by *weights*, None for an output left
+    out; *given* its vᵀJ_j, as the check computed it) moves by autograd's own rounding in float64: the backward taken
+    again with the weights scaled by each of OWN_SCALINGS, its vᵀJ_j d divided by the scaling, against vᵀJ_j d
+    unscaled, the largest difference. A backward is linear in its grad_output: only its rounding moves so. None where
+    it can not be trusted or could not excuse *value*: unless the backward taken again gives *given* exactly (not
+    nondeterministic), and the weights doubled give twice that exactly (a power of two scales every rounding exactly:
+    a backward that is not linear in its grad_output, one that ignores it, or adds a constant, shows there); where the
+    difference is more than float64's rounding at the weighted outputs' size, OWN_ULPS eps sum_r |w_r| max(1, |f_r|)
+    per unit of d's elements (a reviewer's softmax backward in float32 or bfloat16 moved by 1e-8 to 1e-3 of its terms,
+    bit-exact when doubled too, and its zero entries read inconclusive where they fail); and, before anything is
+    measured, where *value* exceeds SAFETY times that (a wrong backward's usual failure: a 50 x 50 elementwise
+    backward leaking into every entry took 43 s instead of 5). Measured where it is first asked (one forward and 5
+    backwards for input j). None too for complex outputs or gradients."""
     import torch
 
     made: list[list[torch.Tensor] | None] = []
+    sizes: list[float] = []
 
-    def along(d: torch.Tensor) -> float | None:
+    def along(d: torch.Tensor, value: float) -> float | None:
+        if not sizes:  # the weighted outputs' size, sum_r |w_r| max(1, |f_r|)
+            sizes.append(math.fsum(float((w.abs().to(torch.float64) * problem.f_size(k).reshape(w.shape)).sum())
+                                   for k, w in enumerate(weights) if w is not None))
+        flat = d.reshape(-1).to(torch.float64)
+        moved = flat != 0
+        cap = OWN_ULPS * EPS64 * sizes[0] * float(torch.where(moved, flat.abs(), 0.0).sum())
+        if not abs(value) <= SAFETY * cap:
+            return None
         if not made:
             made.append(_scaled_backwards(problem, j, weights, given))
         gs = made[0]
         if gs is None:
             return None
-        flat = d.reshape(-1).to(torch.float64)
-        moved = flat != 0
 
         def projected(g: torch.Tensor) -> float:
             return float(torch.where(moved, g * flat, 0.0).sum())  # (a held element's NaN is not moved)
 
         base = projected(gs[0])
         spread = max(abs(projected(g) / a - base) for a, g in zip(OWN_SCALINGS, gs[1:]))
-        return spread if math.isfinite(spread) else None
+        return spread if spread <= cap else None  # (NaN: None)
 
     return along
 
@@ -1401,6 +1417,10 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
             if memo is not None and only is None:
                 _per_output(problem, pos, u, vs, phi_for, memo, output_alone, tol, f)
             continue
+        if memo is not None and only is None and out["reason"] == J.OWN_ROUNDING:
+            # undecided for autograd's own rounding alone: each output alone still (a backward may mishandle one
+            # output's gradient, whose own projection that rounding need not cover)
+            _per_output(problem, pos, u, vs, phi_for, memo, output_alone, tol, f)
         memo = None  # the kept evaluations go before any bisection
         if g is None and out["verdict"] == J.FAIL:
             f.extra.append(_projection(f, out, "none-gradient",
@@ -1496,7 +1516,7 @@ def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: flo
            seen: torch.Tensor, phi_for: Callable[..., Batched], tol: ToleranceUsed, vs: list[torch.Tensor],
            whole: dict[str, Any], comparisons: list[dict[str, Any]], terms: bool = False,
            trail: list[tuple[torch.Tensor, float, float]] | None = None,
-           measure: Callable[[torch.Tensor], float | None] | None = None
+           measure: Callable[[torch.Tensor, float], float | None] | None = None
            ) -> tuple[torch.Tensor, torch.Tensor, dict[str, Any]] | None:
     """A passing projection vᵀJu is a sum; its allowance (rtol of the sum plus the evidence's bound) can
     exceed what an element with a small term contributes, which may then be wrong by far more than the
@@ -2100,7 +2120,8 @@ def _rounding(g: torch.Tensor | None, u: torch.Tensor, x: torch.Tensor,
 
 def _bisect(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, phi_for: Callable[[int, torch.Tensor], Batched],
             scale: float, tol: ToleranceUsed, vs: list[torch.Tensor], f: Findings, whole: dict[str, Any],
-            index: torch.Tensor | None = None, measure: Callable[[torch.Tensor], float | None] | None = None) -> None:
+            index: torch.Tensor | None = None,
+            measure: Callable[[torch.Tensor, float], float | None] | None = None) -> None:
     """Split the perturbed elements (all, or the flat indices *index*) in halves, keep the halves that
     disagree, down to elements (*whole* is the judgement of all of them together, which disagreed)."""
     import torch

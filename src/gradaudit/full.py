@@ -1968,6 +1968,7 @@ def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[in
     import torch
 
     cols = found.unheld(cols)
+    own: dict[tuple[int, int], torch.Tensor | None] = {}  # rows whose own rounding was measured (_own_rounding)
     width = max(1, _chunk(problem, 12 * len(cols)) // 12)
     info["ridders_columns"] = info.get("ridders_columns", 0) + len(cols)
     for a in range(0, len(cols), width):
@@ -2028,55 +2029,67 @@ def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[in
                                            used[k][bad])
             if banded is None and not none:
                 judged = _own_rounding(problem, j, k, sub, obs, value.T, bound.T, judged, tol, info,
-                                       (left.T, right.T, noise.T, trunc.T))
+                                       (left.T, right.T, noise.T, trunc.T), own)
             found.add(judged, obs, value.T, output=k, rows=rows, cols=sub.reshape(1, -1), slopes=(left.T, right.T),
                       kind=kind, note=note)
 
 
 def _own_rounding(problem: Problem, j: int, k: int, cols: torch.Tensor, obs: torch.Tensor, value: torch.Tensor,
                   bound: torch.Tensor, judged: J.Judged, tol: ToleranceUsed, info: Info,
-                  sides: tuple[torch.Tensor, ...]) -> J.Judged:
+                  sides: tuple[torch.Tensor, ...], cache: dict[tuple[int, int], torch.Tensor | None]) -> J.Judged:
     """The failed entries (rows of output k, columns *cols* of input j: *obs* autograd's, *value* the evidence, *bound*
-    its bound) whose autograd value is no larger than autograd's own rounding, and whose difference lies within that
-    rounding and the evidence's bound: inconclusive (J.OWN_ROUNDING), as directional.judge_along judges a projection.
-    The rounding is measured per entry: the range of autograd's values of it, the check's own (from its random row
-    weight) and the rows taken again with unit weights and with them scaled by each of directional.OWN_SCALINGS,
-    divided back (5 backwards per failing row, in chunks, a forward each); not where the weights doubled do not give
-    exactly twice the rows (a backward not linear in its grad_output, or nondeterministic). At unit weights alone one
-    of softmax(x + c)'s residues read exactly 0 at every scaling, where the check's own row weight read 2.4e-17.
-    softmax(x + c) at c = 1e8: every entry of c's column is 0, autograd's a residue of 1e-17 of cancelling terms, and
-    Ridders per entry reads exactly 0 on a bound of 1e-19: a right backward FAILED."""
+    its bound) whose autograd value is no larger than autograd's own rounding in float64, and whose difference lies
+    within that rounding and the evidence's bound: inconclusive (J.OWN_ROUNDING), as directional.judge_along judges a
+    projection (directional.own_rounding). The rounding is measured per entry: the range of autograd's values of it,
+    the check's own (from its random row weight) and the rows taken again with unit weights and with them scaled by
+    each of directional.OWN_SCALINGS, divided back (5 backwards per row measured, each row once per check: *cache*,
+    (k, row) -> its values, None where not measurable). Not where the weights doubled do not give exactly twice the
+    row (a backward not linear in its grad_output, or nondeterministic), nor where the range is more than float64's
+    rounding at the output's size, OWN_ULPS eps max(1, |f_r|) per unit of the input (a backward rounded through
+    float32). Only entries where the evidence allows 0 and autograd's value is within SAFETY times that are measured:
+    a wrong backward's usual failure measures nothing. At unit weights alone one of softmax(x + c)'s residues read
+    exactly 0 at every scaling, where the check's own row weight read 2.4e-17. softmax(x + c) at c = 1e8: every entry
+    of c's column is 0, autograd's a residue of 1e-17 of cancelling terms, and Ridders per entry reads exactly 0 on a
+    bound of 1e-19: a right backward FAILED."""
     import torch
 
-    from .directional import OWN_SCALINGS
+    from .directional import OWN_SCALINGS, OWN_ULPS
 
-    # (only where the evidence allows 0: a wrong backward's usual failure, against evidence that resolves a slope,
-    # measures nothing)
-    fail = (judged.verdict.expand(obs.shape) == J.FAIL) & (value.abs() <= SAFETY * bound)
-    rows = fail.any(1).nonzero().flatten()
-    if not len(rows) or not bool(torch.isfinite(obs[fail]).all()):
+    cap = (OWN_ULPS * EPS64 * problem.f_size(k)).reshape(-1, 1).expand(obs.shape)
+    candidate = ((judged.verdict.expand(obs.shape) == J.FAIL) & (value.abs() <= SAFETY * bound)
+                 & (obs.abs() <= SAFETY * cap))
+    rows = candidate.any(1).nonzero().flatten().tolist()
+    if not rows:
         return judged
-    m = problem.outputs[k].numel()
-    pos = problem.diff.index(j)
-    got: list[torch.Tensor] = []
-    for a in (1.0, 2.0, *OWN_SCALINGS):
-        weights = torch.zeros(len(rows), m, dtype=torch.float64)
-        weights[torch.arange(len(rows)), rows] = a
-        g = analytic_rows(problem, k, weights, info)[pos]
-        info["backward_rows"] = info.get("backward_rows", 0) + len(rows)
-        if g is None or g.is_complex():
-            return judged
-        got.append(g[:, cols])
-    doubled = got[1] == 2 * got[0]
-    if not bool((doubled | (got[0].isnan() & got[1].isnan())).all()):
-        return judged
-    # the range of autograd's values of each entry: the check's own (from its random row weight) among them
-    values = torch.stack([obs[rows], got[0], *(g / a for a, g in zip(OWN_SCALINGS, got[2:]))])
-    measured = torch.zeros_like(obs)
-    measured[rows] = values.amax(0) - values.amin(0)
-    candidate = fail & (obs.abs() <= SAFETY * measured)
+    missing = [r for r in rows if (k, r) not in cache]
+    if missing:
+        m = problem.outputs[k].numel()
+        pos = problem.diff.index(j)
+        got: list[torch.Tensor] = []
+        for a in (1.0, 2.0, *OWN_SCALINGS):
+            weights = torch.zeros(len(missing), m, dtype=torch.float64)
+            weights[torch.arange(len(missing)), torch.tensor(missing)] = a
+            g = analytic_rows(problem, k, weights, info)[pos]
+            info["backward_rows"] = info.get("backward_rows", 0) + len(missing)
+            if g is None or g.is_complex():
+                cache.update({(k, r): None for r in missing})
+                break
+            got.append(g)
+        else:
+            exact = (got[1] == 2 * got[0]) | (got[0].isnan() & got[1].isnan())
+            for i, r in enumerate(missing):
+                cache[k, r] = (torch.stack([got[0][i], *(g[i] / a for a, g in zip(OWN_SCALINGS, got[2:]))])
+                               if bool(exact[i].all()) else None)
+    measured = torch.full_like(obs, math.inf)
+    for r in rows:
+        row = cache[k, r]
+        if row is not None:
+            # the range of autograd's values of each entry: the check's own (from its random row weight) among them
+            values = torch.cat([obs[r].reshape(1, -1), row[:, cols]])
+            measured[r] = values.amax(0) - values.amin(0)
+    candidate &= (measured <= cap) & (obs.abs() <= SAFETY * measured)
     if not bool(candidate.any()):
         return judged
-    redo = J.judge(obs, value, tol, observed_bound=measured, reference_bound=bound, scale=_scale(problem, j, k, cols),
-                   slopes=sides, precision=_precision(problem, j))
+    redo = J.judge(obs, value, tol, observed_bound=measured.masked_fill(~candidate, 0.0), reference_bound=bound,
+                   scale=_scale(problem, j, k, cols), slopes=sides, precision=_precision(problem, j))
     return judged.undecided(candidate & (redo.verdict.expand(obs.shape) != J.FAIL), J.OWN_ROUNDING)
