@@ -83,7 +83,7 @@ UNDECIDED = (J.COARSE, J.DISCONTINUITY, J.EVIDENCE_NONFINITE)  # as full.UNDECID
 #: two, which scale every rounding exactly (a backward is linear in its grad_output; only its rounding moves)
 OWN_SCALINGS = (0.9, 1.1, 1.3)
 #: the most that rounding in float64 is taken to move autograd's value by, in eps of the weighted outputs' size
-#: (max(1, |f|), per unit of each moved element's step): what a float32 or bfloat16 backward moves by is far more
+#: (|f|, per unit of each moved element's step): what a float32 or bfloat16 backward moves by is far more
 OWN_ULPS = 64.0
 
 
@@ -730,9 +730,10 @@ def own_rounding(problem: Problem, j: int, weights: list[torch.Tensor | None], g
     it can not be trusted or could not excuse *value*: unless the backward taken again gives *given* exactly (not
     nondeterministic), and the weights doubled give twice that exactly (a power of two scales every rounding exactly:
     a backward that is not linear in its grad_output, one that ignores it, or adds a constant, shows there); where the
-    difference is more than float64's rounding at the weighted outputs' size, OWN_ULPS eps sum_r |w_r| max(1, |f_r|)
-    per unit of d's elements (a reviewer's softmax backward in float32 or bfloat16 moved by 1e-8 to 1e-3 of its terms,
-    bit-exact when doubled too, and its zero entries read inconclusive where they fail); and, before anything is
+    difference is more than float64's rounding at the weighted outputs' size, OWN_ULPS eps sum_r |w_r| |f_r| per unit
+    of d's elements (a reviewer's softmax backward in float32 or bfloat16 moved by 1e-8 to 1e-3 of its terms,
+    bit-exact when doubled too, and its zero entries read inconclusive where they fail; the outputs' own size, not
+    max(1, |f|): at outputs of 1e-7 a floor of 1 let float32's rounding through again); and, before anything is
     measured, where *value* exceeds SAFETY times that (a wrong backward's usual failure: a 50 x 50 elementwise
     backward leaking into every entry took 43 s instead of 5). Measured where it is first asked (one forward and 5
     backwards for input j). None too for complex outputs or gradients."""
@@ -742,8 +743,8 @@ def own_rounding(problem: Problem, j: int, weights: list[torch.Tensor | None], g
     sizes: list[float] = []
 
     def along(d: torch.Tensor, value: float) -> float | None:
-        if not sizes:  # the weighted outputs' size, sum_r |w_r| max(1, |f_r|)
-            sizes.append(math.fsum(float((w.abs().to(torch.float64) * problem.f_size(k).reshape(w.shape)).sum())
+        if not sizes:  # the weighted outputs' size, sum_r |w_r| |f_r|
+            sizes.append(math.fsum(float((w.abs().to(torch.float64) * problem.f_scale(k).reshape(w.shape)).sum())
                                    for k, w in enumerate(weights) if w is not None))
         flat = d.reshape(-1).to(torch.float64)
         moved = flat != 0

@@ -2045,9 +2045,9 @@ def _own_rounding(problem: Problem, j: int, k: int, cols: torch.Tensor, obs: tor
     each of directional.OWN_SCALINGS, divided back (5 backwards per row measured, each row once per check: *cache*,
     (k, row) -> its values, None where not measurable). Not where the weights doubled do not give exactly twice the
     row (a backward not linear in its grad_output, or nondeterministic), nor where the range is more than float64's
-    rounding at the output's size, OWN_ULPS eps max(1, |f_r|) per unit of the input (a backward rounded through
-    float32). Only entries where the evidence allows 0 and autograd's value is within SAFETY times that are measured:
-    a wrong backward's usual failure measures nothing. At unit weights alone one of softmax(x + c)'s residues read
+    rounding at the output's size, OWN_ULPS eps |f_r| per unit of the input (a backward rounded through float32). Only
+    entries where the evidence allows 0 and autograd's value is within SAFETY times that are measured: a wrong
+    backward's usual failure measures nothing. At unit weights alone one of softmax(x + c)'s residues read
     exactly 0 at every scaling, where the check's own row weight read 2.4e-17. softmax(x + c) at c = 1e8: every entry
     of c's column is 0, autograd's a residue of 1e-17 of cancelling terms, and Ridders per entry reads exactly 0 on a
     bound of 1e-19: a right backward FAILED."""
@@ -2055,7 +2055,7 @@ def _own_rounding(problem: Problem, j: int, k: int, cols: torch.Tensor, obs: tor
 
     from .directional import OWN_SCALINGS, OWN_ULPS
 
-    cap = (OWN_ULPS * EPS64 * problem.f_size(k)).reshape(-1, 1).expand(obs.shape)
+    cap = (OWN_ULPS * EPS64 * problem.f_scale(k)).reshape(-1, 1).expand(obs.shape)
     candidate = ((judged.verdict.expand(obs.shape) == J.FAIL) & (value.abs() <= SAFETY * bound)
                  & (obs.abs() <= SAFETY * cap))
     rows = candidate.any(1).nonzero().flatten().tolist()
