@@ -531,6 +531,19 @@ def test_an_output_dead_everywhere_beside_a_finite_one_is_left_out_in_every_mode
         assert failed.observed == pytest.approx(1.001 * failed.reference, rel=1e-6)
 
 
+def test_an_output_dead_everywhere_is_not_checked_alone_either():
+    """(sin x, (exp(x + 1e5) * 0).sum()): the second output is inf * 0, NaN wherever x is, so it has no derivative and
+    its row is not checked; sin's rows are right. Directional mode's check of each output alone took the dead one's
+    backward at weight 0, inf * 0 again, and FAILED it ("the observed value is nan") where full mode is inconclusive
+    (the dead row not checked). Both modes are now inconclusive, for that row alone."""
+    x = torch.tensor([0.3, 1.1, -0.4], dtype=F64, requires_grad=True)
+    for mode in ("full", "directional"):
+        res = ga.check(lambda x: (torch.sin(x), (torch.exp(x + 1e5) * 0).sum()), (x,), mode=mode, seed=0)
+        assert res.verdict == "inconclusive", (mode, res.report())
+        assert not [c for c in res.mismatches if c.verdict == "fail"], (mode, res.report())
+        assert "1 output element not finite at the point" in res.records[0].reason, (mode, res.report())
+
+
 def test_a_nan_gradient_is_a_located_failure_in_both_modes():
     def nan_at_3(g, x):  # y = x^2: dy/dx = 2x; the backward writes NaN at element 3
         out = (2 * x * g).clone()

@@ -743,8 +743,11 @@ def own_rounding(problem: Problem, j: int, weights: list[torch.Tensor | None], g
     sizes: list[float] = []
 
     def along(d: torch.Tensor, value: float) -> float | None:
-        if not sizes:  # the weighted outputs' size, sum_r |w_r| |f_r|
-            sizes.append(math.fsum(float((w.abs().to(torch.float64) * problem.f_scale(k).reshape(w.shape)).sum())
+        if not sizes:  # the weighted outputs' size, sum_r |w_r| |f_r| (an output weighted 0, one not finite at the
+            # point among them, adds nothing: its NaN made the bound NaN, and a right backward failed in directional
+            # mode that full mode, whose rows leave it out, found inconclusive)
+            sizes.append(math.fsum(float(torch.where(w != 0, w.abs().to(torch.float64)
+                                                     * problem.f_scale(k).reshape(w.shape), 0.0).sum())
                                    for k, w in enumerate(weights) if w is not None))
         flat = d.reshape(-1).to(torch.float64)
         moved = flat != 0
@@ -778,7 +781,9 @@ def _scaled_backwards(problem: Problem, j: int, weights: list[torch.Tensor | Non
     if given is None or given.is_complex():
         return None
     xs, outs = problem.forward_with_graph()
-    taken = [(o, w) for o, w in zip(outs, weights) if w is not None and o.requires_grad]
+    dead = problem.dead or [None] * len(outs)  # (an output not finite anywhere is left out, as api._metadata's)
+    taken = [(o, w) for o, w, d in zip(outs, weights, dead)
+             if w is not None and o.requires_grad and (d is None or not bool(d.all()))]
     if not taken or any(o.is_complex() or not o.is_floating_point() for o, _ in taken):
         return None
     scalings = (1.0, 2.0, *OWN_SCALINGS)
@@ -1762,6 +1767,12 @@ def _per_output(problem: Problem, pos: int, u: torch.Tensor, vs: list[torch.Tens
     j = problem.diff[pos]
     x = problem.inputs[j].detach()
     for k in range(len(problem.outputs)):
+        dead = None if problem.dead is None else problem.dead[k]
+        if dead is not None and bool(dead.all()):
+            # not finite anywhere at the point: weighted 0 and left out of every backward (api._metadata), its rows
+            # not checked. Its own backward at weight 0 may still make NaN of it (inf * 0), and that FAILED here
+            # ((sin x, (exp(x + 1e5) * 0).sum()): "the observed value is nan") where full mode is inconclusive
+            continue
         weights = [v if i == k else torch.zeros_like(v) for i, v in enumerate(vs)]
         grads = output_alone(k)
         if grads is None:
