@@ -3037,9 +3037,12 @@ def test_a_slope_dropped_at_one_column_of_a_larger_input_fails_full_mode_too():
             assert res.records[1].verdict == verdict, (seed, drop, res.report())
 
 
-def _shifted(leak: float) -> type:
+def _shifted(leak: float, signed: float = 0.0, dtype: torch.dtype = F64) -> type:
     """softmax(x + c), its backward written by hand: c's gradient the sum of the logits' (0 by shift invariance, to
-    rounding), plus *leak* times the sum of the grad_outputs (a slope that is not there)."""
+    rounding), plus *leak* times the sum of the grad_outputs (a slope that is not there), plus *signed* times their
+    sum's sign (a backward that is not linear in its grad_output: scaled by a, it moves by signed (1 - 1/a) per unit
+    of it, like rounding, and doubling the grad_output shows it: it stays, where a linear backward's gradient
+    doubles), the logits' gradient computed in *dtype* (float32 or bfloat16: a backward rounded through it)."""
     class Shift(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x, c):
@@ -3050,30 +3053,11 @@ def _shifted(leak: float) -> type:
         @staticmethod
         def backward(ctx, g):
             (y,) = ctx.saved_tensors
-            gz = y * (g - (g * y).sum())
-            return gz, gz.sum() + leak * g.sum()
+            y2, g2 = y.to(dtype), g.to(dtype)
+            gz = y2 * (g2 - (g2 * y2).sum())
+            return gz.to(F64), gz.sum().to(F64) + leak * g.sum() + signed * torch.sign(g.sum())
 
     return Shift
-
-
-def _signed(size: float) -> type:
-    """softmax(x + c) as in :func:`_shifted`, but c's gradient off by *size* times the sign of the summed grad_outputs:
-    a backward that is not linear in its grad_output (scaled by a, it moves by size (1 - 1/a) per unit of it, like
-    rounding), which doubling the grad_output shows (it stays, where a linear backward's gradient doubles)."""
-    class Signed(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x, c):
-            y = torch.softmax(x + c, -1)
-            ctx.save_for_backward(y)
-            return y
-
-        @staticmethod
-        def backward(ctx, g):
-            (y,) = ctx.saved_tensors
-            gz = y * (g - (g * y).sum())
-            return gz, gz.sum() + size * torch.sign(g.sum())
-
-    return Signed
 
 
 @pytest.mark.parametrize("mode", ["full", "directional"])
@@ -3117,8 +3101,8 @@ def test_a_zero_gradient_off_by_a_term_not_linear_in_the_grad_output_still_fails
     for c in (1e5, 1e8):
         for seed in range(10):
             x = torch.randn(5, dtype=F64, generator=torch.Generator().manual_seed(seed))
-            res = ga.check(lambda c, x=x: _signed(1e-12).apply(x, c), (torch.tensor(c, dtype=F64, requires_grad=True),),
-                           mode=mode, seed=seed)
+            res = ga.check(lambda c, x=x: _shifted(0.0, signed=1e-12).apply(x, c),
+                           (torch.tensor(c, dtype=F64, requires_grad=True),), mode=mode, seed=seed)
             assert res.verdict == "fail", (c, seed, res.report())
 
 
@@ -3130,28 +3114,13 @@ def test_a_zero_gradient_rounded_through_float32_still_fails(mode):
     float64 backward is inconclusive: never excused as autograd's own rounding. (A reviewer's repro: it read
     inconclusive, for that reason, before the measured rounding was bounded by float64's at the outputs' size.)"""
     z = torch.tensor([0.3, -1.2, 0.8, 2.0, -0.5], dtype=F64)
-
-    class Low(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, c, dtype):
-            y = torch.softmax(z + c, 0)
-            ctx.save_for_backward(y)
-            ctx.dtype = dtype
-            return y
-
-        @staticmethod
-        def backward(ctx, g):
-            (y,) = ctx.saved_tensors
-            y2, g2 = y.to(ctx.dtype), g.to(ctx.dtype)
-            return (y2 * (g2 - (y2 * g2).sum())).sum().to(F64), None
-
     words = J.reason_text(J.OWN_ROUNDING, 0.0, 0.0, None)
     failed = 0
     # (and on outputs of 1e-7, whose float32 rounding is 1e-7 times smaller: a bound at max(1, |f|) excused it there)
     for dtype, c, scale in ((torch.float32, 0.0, 1.0), (torch.float32, 1e5, 1.0), (torch.bfloat16, 0.0, 1.0),
                             (torch.bfloat16, 1e5, 1.0), (torch.float32, 1e8, 1e-7)):
         for seed in range(3):
-            res = ga.check(lambda c, dtype=dtype, scale=scale: scale * Low.apply(c, dtype),
+            res = ga.check(lambda c, dtype=dtype, scale=scale: scale * _shifted(0.0, dtype=dtype).apply(z, c),
                            (torch.tensor(c, dtype=F64, requires_grad=True),), mode=mode, seed=seed)
             # (where float32's residue happens to be exactly 0 along the check's weights, autograd's value is exact
             # there, and passes, or is inconclusive on the coarse rule against evidence of about 0, as before)
