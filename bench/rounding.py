@@ -6,14 +6,14 @@ A cancellation (a naive variance, mean(x^2) - mean(x)^2, at 100 +- 0.01: an outp
 off by about 2e-12), a sum that absorbs a small term (1 + 1e-12 sin x, less 1: a staircase of 2.2e-16 in f), a
 lower-precision cast inside a float64 function (tanh(x.half())), gelu's tail (x (1 + erf(x / sqrt 2)) / 2, whose
 1 + erf rounds in stairs), and outputs far below one or large against their slope (1e-12 sin x, 1000 + 1e-6 sin x,
-exp(c x) with c up to 60), whose entries full mode judges below its rounding floor: each is differentiable in the
-mathematics and its
-backward is right, but no finite difference of its float64 evaluation sees that derivative to the default
+exp(c x) with c up to 60), whose entries full mode judges below its rounding floor, and a small input added to a
+large constant inside (sin(x + 1e5): x held to the constant's spacing): each is differentiable in the mathematics and
+its backward is right, but no finite difference of its float64 evaluation sees that derivative to the default
 tolerance's 1e-8. A right backward should pass or be inconclusive; a failure here is a false alarm. With --off, the
 backward is wrong instead, its element 0 off by that relative amount: a pass there is a miss (it should fail, or be
 inconclusive where the evidence cannot decide). Verdicts only, no timing.
 
-    python bench/rounding.py                   # about a minute on one core
+    python bench/rounding.py                   # about two minutes on one core
     python bench/rounding.py --off 0.5         # a backward 50% off at one element: the misses per mode
     python bench/rounding.py --families variance,log1p --seeds 5 --out rounding.jsonl
 """
@@ -70,6 +70,16 @@ def families() -> dict[str, tuple[str, Callable[..., Any], Callable[[int], Any]]
         "large": ("1000 + 1e-6 sin x at -1 ... 1", lambda a: 1e3 + 1e-6 * torch.sin(a), uniform(-1.0, 1.0, 5, 500)),
         "exp-wide": ("exp(c x), c = 1 ... 60, at -1 ... 1",
                      lambda a: torch.exp(torch.linspace(1.0, 60.0, 6, dtype=f64) * a), uniform(-1.0, 1.0, 6, 600)),
+        # a small input added to a large constant inside: x is held to the constant's spacing (1.5e-11 at 1e5, 1.9e-9
+        # at 1e7), which moves of a few ulps of x do not show
+        "sin-1e5": ("sin(x + 1e5) at -2 ... 2", lambda a: torch.sin(a + 1e5), uniform(-2.0, 2.0, 5, 700)),
+        "softmax-1e5": ("softmax(x + 1e5) at -2 ... 2", lambda a: torch.softmax(a + 1e5, 0),
+                        uniform(-2.0, 2.0, 5, 700)),
+        "sin-1e7": ("sin(x + 1e7) at -2 ... 2", lambda a: torch.sin(a + 1e7), uniform(-2.0, 2.0, 5, 700)),
+        "softmax-1e7": ("softmax(x + 1e7) at -2 ... 2", lambda a: torch.softmax(a + 1e7, 0),
+                        uniform(-2.0, 2.0, 5, 700)),
+        "tanh-1e7": ("tanh((x + 1e7) - 1e7) at -2 ... 2", lambda a: torch.tanh((a + 1e7) - 1e7),
+                     uniform(-2.0, 2.0, 5, 700)),
     }
 
 

@@ -908,7 +908,12 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
         # every agreeing projection's u, that error and its truncation (directional._curve)
         trail: dict[int, list[tuple[torch.Tensor, float, float]]] = {}
 
-        own = J.reason_text(J.OWN_ROUNDING, 0.0, 0.0, None)
+        # the reasons of a confirmation undecided by rounding the evidence cannot resolve: autograd's own
+        # (J.OWN_ROUNDING), or the function's at moves its ulps do not show (J.STAIRS)
+        rounding = tuple(J.reason_text(code, 0.0, 0.0, None) for code in (J.OWN_ROUNDING, J.STAIRS))
+
+        def undecided_by_rounding(f: Findings) -> bool:
+            return any(c.verdict == "inconclusive" and c.reason.startswith(rounding) for c in f.comparisons())
 
         def confirm(j: int) -> bool:  # the directional confirmation, run only where full mode needs it
             if not confirmed:
@@ -917,9 +922,10 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
             # undecided for autograd's own rounding: as a disagreement, every column is judged by Ridders, where each
             # entry's own rounding is measured alone. One element's residue times its large step (softmax(x + c)'s c
             # at 1e8) is the whole projection's rounding, and hid another element's leak of 1e-9 that no rounding
-            # covers, whose columns the quick stage had accepted (a reviewer's cat(softmax(z + x0), ...))
-            return confirmed[j].verdict == "fail" or any(
-                c.verdict == "inconclusive" and c.reason.startswith(own) for c in confirmed[j].comparisons())
+            # covers, whose columns the quick stage had accepted (a reviewer's cat(softmax(z + x0), ...)). So too for
+            # the function's rounding at larger moves (J.STAIRS): one element's (K sin(x0 + 1e5), K = 1e7) hid a
+            # backward 1% off at another, and the quick stage's pass stood (a review)
+            return confirmed[j].verdict == "fail" or undecided_by_rounding(confirmed[j])
 
         def along(j: int, still: torch.Tensor, which: str, judged_by: ToleranceUsed) -> Findings:
             """The confirmation of input j with its elements *still* held where they are."""
@@ -989,7 +995,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                 disagreed[j] = f
             elif stairs(f):
                 undecided.setdefault(j, f)
-            return f.verdict == "fail"
+            return f.verdict == "fail" or undecided_by_rounding(f)
 
         def _open(j: int, terms: torch.Tensor | list[float], curved: bool) -> torch.Tensor | list[bool]:
             """The columns of j whose *terms* (> 0: an entry open) no agreeing projection resolves, with *curved*
@@ -1031,7 +1037,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                 disagreed[j] = f
             elif stairs(f):
                 undecided.setdefault(j, f)
-            return f.verdict == "fail"
+            return f.verdict == "fail" or undecided_by_rounding(f)
 
         def left_open(j: int, terms: torch.Tensor | list[float], say: bool) -> int:
             """The columns of j holding an entry no evidence resolved to RESOLVE: *terms* (per column, the
@@ -1081,7 +1087,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                 # values round at 1.5e-5, passed a backward 1% off in full mode alone
                 coarse = [c for c in confirmed[j].comparisons() if c.verdict == "inconclusive"]
                 said = tuple(J.reason_text(code, 0.0, 0.0, None)  # (a projection's comparison carries its words)
-                             for code in (J.COARSE, J.OWN_ROUNDING))
+                             for code in (J.COARSE, J.OWN_ROUNDING, J.STAIRS))
                 if coarse and all(c.kind == "coarse" or c.reason.startswith(said) for c in coarse):
                     f.extra += coarse
     else:

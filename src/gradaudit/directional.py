@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
@@ -145,7 +145,7 @@ def _with_unit(phi_many: Batched, problem: Problem) -> Batched:
     return phi_many
 
 
-def _with_noise(phi_many: Batched, problem: Problem, ws: list[Any],
+def _with_noise(phi_many: Batched, problem: Problem, ws: list[Any], inputs: Sequence[int],
                 moved: Callable[[], list[torch.Tensor | None]] | None = None) -> Batched:
     """*phi_many*, marked with how to measure its rounding (made only when asked, :func:`_measured`): the 2-norm
     of v_k times each output element's measured rounding (problem.noise: second differences when every input moves
@@ -153,7 +153,16 @@ def _with_noise(phi_many: Batched, problem: Problem, ws: list[Any],
     (a function that rounds like its terms, far coarser than its value; below that the model of phi's rounding,
     eps times its terms, stands: counted there as well it widened every failure's bound tenfold, and bugs of 1e-7
     that only a projection's failure sent to Ridders passed), over the elements *moved* gives (per output a mask,
-    None for all), or all of them. *ws*: the weights, tensors or Python floats of scalar outputs."""
+    None for all), or all of them. *ws*: the weights, tensors or Python floats of scalar outputs.
+
+    And with whether any of the *inputs* phi moves shows rounding at moves of about sqrt(eps) (problem.stairs: 12
+    evaluations once per input, made only when asked) above SAFETY times problem.noise at some output element: only
+    then does :func:`_stairs` measure phi's own, 13 evaluations per failing projection (a bisection's failing parts
+    each took them where nothing rounds so)."""
+    def rounds() -> bool:
+        return any(bool((problem.stairs(j, k) > SAFETY * problem.noise(k)).any())
+                   for j in inputs for k in range(len(problem.outputs)))
+
     def noise() -> float:
         import torch
 
@@ -173,6 +182,7 @@ def _with_noise(phi_many: Batched, problem: Problem, ws: list[Any],
         return math.sqrt(total)
 
     phi_many.noise = noise  # type: ignore[attr-defined]
+    phi_many.rounds = rounds  # type: ignore[attr-defined]
     return phi_many
 
 
@@ -595,6 +605,9 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                 if int(redo.verdict) != J.FAIL:
                     judged, shown = redo, shares[1]
                     result.update(autograd_unmoved=shares[0], autograd_moved=shares[1], unmoved_bound=shares[2])
+        if int(judged.verdict) == J.FAIL and "autograd_moved" not in result:
+            judged = _stairs(phi_many, result, judged, obs, tol, dot_rounding, natural, pair, precision, t_at, scale,
+                             1.5 * (EPS64 * _unit(phi_many) * quick.size + perturbation))
     apart = abs(first[0] - result["numeric"]) if first is not None else 0.0
     if (int(judged.verdict) == J.FAIL and first is not None and h_at < first[2] and math.isfinite(first[1])
             and apart > SAFETY * (first[1] + result["error_bound"])
@@ -815,6 +828,57 @@ def _measured(phi_many: Batched, result: dict[str, Any], step: float) -> float |
         return None
     extra = 1.04 * measure() / step
     return result["error_bound"] + extra if extra > 0.0 else None
+
+
+def _stairs(phi_many: Batched, result: dict[str, Any], judged: J.Judged, obs: float, tol: ToleranceUsed,
+            dot_rounding: float, natural: float, pair: Any, precision: str, step: float, scale: float,
+            rounding: float) -> J.Judged:
+    """For a failure of Ridders' estimate (*result*'s numeric and error bound, its last quotient at *step*) that stands
+    after every other measure of phi's rounding: inconclusive (J.STAIRS), never a pass, where the difference lies within
+    the bound with the rounding phi shows at moves of about sqrt(eps) along its own direction added, over *step*
+    (:func:`evaluate.stair_rounding` of phi at STAIR_NODES times STAIR_BASE *scale* at each of STAIR_SCALES, 13
+    evaluations); only where that rounding exceeds SAFETY times the one the bound counts (*rounding*: phi's at eps of
+    its terms and the moved inputs', and as measured at moves of a few ulps). A function that rounds its inputs coarser
+    than their dtype (softmax(x + 1e5): x held to 1.5e-11) puts that rounding into every quotient, and a right
+    backward FAILED on one element of five, on a bound of 4e-13 (gradcheck passes it), where full mode's entries are
+    inconclusive. A difference beyond it still fails. Measured along phi's own direction: the rounding of elements it
+    does not move is not its own. Not measured where a difference is beyond what any such rounding could explain."""
+    if not math.isfinite(result["error_bound"]):
+        return judged
+    import torch
+
+    from .evaluate import STAIR_BASE, STAIR_NODES, STAIR_SCALES, stair_rounding, stair_weights
+
+    base = STAIR_BASE * scale
+    # nothing measured where no such rounding could explain the difference: it is at most about 2 |phi'| base per
+    # evaluation (stairs as wide as the moves, each evaluation off by half a stair; wider ones read flat at the slopes'
+    # steps), so a wrong backward's usual failure measures nothing (a bisection's failing parts each took 13 more)
+    slope = max(abs(obs), abs(result["numeric"]))
+    if not abs(obs - result["numeric"]) <= SAFETY * (result["error_bound"] + 2.08 * slope * base / step):
+        return judged
+    rounds = getattr(phi_many, "rounds", None)  # (and only where the inputs moved show such rounding at all)
+    if rounds is None or not rounds():
+        return judged
+    values, _ = phi_many([0.0] + [node * s * base for s in STAIR_SCALES for node in STAIR_NODES])
+    result["evaluations"] += 1 + len(STAIR_NODES) * len(STAIR_SCALES)
+    weights = stair_weights()
+    sums = [torch.tensor(abs(weights[0] * values[0] + sum(w * values[1 + 4 * s + i]
+                                                          for i, w in enumerate(weights[1:]))))
+            for s in range(len(STAIR_SCALES))]
+    measured = float(stair_rounding(sums))
+    noise = getattr(phi_many, "noise", None)
+    if not measured > SAFETY * max(rounding, 0.0 if noise is None else noise()):
+        return judged
+    extra = 1.04 * measured / step
+    wide = result["error_bound"] + extra
+    redo = J.judge(obs, result["numeric"], tol, observed_bound=dot_rounding, reference_bound=wide, scale=natural,
+                   slopes=pair, precision=precision)
+    if int(redo.verdict) == J.FAIL:
+        return judged
+    result["error_bound"] = wide
+    result["scheme"] = (f"{result['scheme']}; the function's rounding at moves of about 1e-8 along the direction "
+                        f"measured at {measured:.3g}")
+    return redo.undecided(torch.tensor(True), J.STAIRS)
 
 
 def _reproduced(phi_many: Batched, result: dict[str, Any], h0: float, perturbation: float) -> float | None:
@@ -1056,7 +1120,7 @@ def _scalar_phi(problem: Problem, j: int, xv: float, uv: float, ws: list[float],
             if memo is not None and _keeps(memo, ts):
                 memo[tuple(ts)] = rows
         return _scalar_weighted(rows, ws)
-    return _with_exact(_with_noise(_with_unit(phi_many, problem), problem, ws), xv, uv)
+    return _with_exact(_with_noise(_with_unit(phi_many, problem), problem, ws, (j,)), xv, uv)
 
 
 def _scalar_weighted(rows: list[list[float]], ws: list[float]) -> tuple[list[float], float]:
@@ -1255,7 +1319,7 @@ def _phi_along(problem: Problem, j: int, u: torch.Tensor, ws: list[torch.Tensor]
 
     def moved() -> list[torch.Tensor | None]:
         return [m.reshape(-1) for m in moving] if moving else [None] * len(ws)
-    marked = _with_noise(_with_unit(phi_many, problem), problem, ws, moved if base is not None else None)
+    marked = _with_noise(_with_unit(phi_many, problem), problem, ws, (j,), moved if base is not None else None)
     if base is not None:
         marked.still = _still(problem, j, u, ws, moved)  # type: ignore[attr-defined]
     if x.numel() == 1 and x.dtype == torch.float64 and u.dtype == torch.float64:  # as _scalar_phi
@@ -1423,7 +1487,7 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
             if memo is not None and only is None:
                 _per_output(problem, pos, u, vs, phi_for, memo, output_alone, tol, f)
             continue
-        if memo is not None and only is None and out["reason"] == J.OWN_ROUNDING:
+        if memo is not None and only is None and out["reason"] in (J.OWN_ROUNDING, J.STAIRS):
             # undecided for autograd's own rounding alone: each output alone still (a backward may mishandle one
             # output's gradient, whose own projection that rounding need not cover)
             _per_output(problem, pos, u, vs, phi_for, memo, output_alone, tol, f)
@@ -1663,7 +1727,7 @@ def _together(problem: Problem, draws: list[torch.Tensor], factors: list[float],
                     _as_float64(torch.stack([r[k] for r in rows]).reshape(len(ts), -1))
                     for k in range(len(problem.outputs))])
             return _scalar_weighted(got, [v.item() for v in ws]) if scalars else _weighted(got, ws)
-        return _with_noise(_with_unit(phi_many, problem), problem, ws)
+        return _with_noise(_with_unit(phi_many, problem), problem, ws, [j for j, _, _ in parts])
 
     names = ", ".join(problem.names[j] for j, _, _ in parts)
     found = []

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import EvaluationError, OutputsChanged
 from .guard import expired, fixed_rng
 from .numeric import RIDDERS_BASE, RIDDERS_COLUMNS, ridders_tensor
-from .tolerances import KINK_REL, ROUNDING_ULPS, SLOPE_CAP, SLOPE_FINER, STRUCTURE_ULPS
+from .tolerances import KINK_REL, ROUNDING_ULPS, SAFETY, SLOPE_CAP, SLOPE_FINER, STRUCTURE_ULPS
 
 if TYPE_CHECKING:
     import torch
@@ -69,6 +69,8 @@ class Problem:
     # else None): an output whose graph never meets an input gives it no gradient by construction, not by a backward
     reached: list[set[int]] | None = None
     _noise: list[torch.Tensor] | None = None
+    _stairs: dict[int, list[torch.Tensor]] = field(default_factory=dict)
+    _column_stairs: dict[tuple[int, int], list[torch.Tensor]] = field(default_factory=dict)
     # calls made for the evidence outside a stage's own count: the outputs' rounding measured (measure_noise) and the
     # plain calls that confirm a vmap batch (_confirm); added to info["evaluations"] once, at the end of a check
     side_evaluations: int = 0
@@ -308,6 +310,25 @@ class Problem:
         if self._noise is None:
             self._noise = measure_noise(self)
         return self._noise[k]
+
+    def stairs(self, j: int, k: int) -> torch.Tensor:
+        """The rounding of output k per element (flat, float64) at moves of about sqrt(eps) of every element of input
+        j at once: measured once per input, where a failure asks (see :func:`measure_stairs`)."""
+        if j not in self._stairs:
+            self._stairs[j] = measure_stairs(self, j)
+        return self._stairs[j][k]
+
+    def column_stairs(self, j: int, k: int, cols: torch.Tensor, info: Info) -> torch.Tensor:
+        """The same along each column *cols* of input j alone: (len(cols), M_k), each column measured once per check
+        (see :func:`measure_stairs`)."""
+        import torch
+
+        wanted = [c for c in dict.fromkeys(cols.tolist()) if (j, c) not in self._column_stairs]
+        if wanted:
+            got = measure_stairs(self, j, torch.tensor(wanted), info)
+            for i, c in enumerate(wanted):
+                self._column_stairs[j, c] = [g[i] for g in got]
+        return torch.stack([self._column_stairs[j, c][k] for c in cols.tolist()])
 
 
 def narrowed(outs: list[Any], dtypes: Sequence[Any]) -> list[Any]:
@@ -828,6 +849,107 @@ def measure_noise(problem: Problem) -> list[torch.Tensor]:
     for o, s in zip(problem.outputs, spread):
         eps = torch.finfo(o.dtype).eps if o.is_floating_point() else 0.0
         out.append(torch.maximum(ROUNDING_ULPS * eps * o.detach().abs().reshape(-1).to(torch.float64), s))
+    return out
+
+
+#: measure_stairs's nodes besides 0, as fractions of its step at each scale (sixteenths: exact on its grid, and uneven,
+#: so that no rounding grid of the function's inputs makes their errors follow a smooth curve), its three scales, and
+#: its first step's base, e sqrt(eps) (not a power of two: steps of one land on every phase of a grid of a power of
+#: two ulps)
+STAIR_NODES = (-1.0, -0.625, 0.375, 0.8125)
+STAIR_SCALES = (1.0, 0.25, 0.0625)
+STAIR_BASE = math.e * EPS_POWERS["sqrt"]
+
+
+def stair_weights() -> list[float]:
+    """The fourth divided difference at 0 and STAIR_NODES (it leaves out every cubic), scaled to |weights| summing to
+    16, as those of the fourth difference at even nodes (1, -4, 6, -4, 1): at 0 first."""
+    nodes = (0.0, *STAIR_NODES)
+    raw = [1.0 / math.prod(a - b for b in nodes if b != a) for a in nodes]
+    total = sum(abs(w) for w in raw)
+    return [16.0 * w / total for w in raw]
+
+
+def stair_rounding(sums: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The rounding of one evaluation from |L| at the three STAIR_SCALES (*sums*, each the absolute fourth divided
+    difference of :func:`stair_weights` at that scale, any shape). L leaves out the function's own change up to its
+    third derivative; the fourth derivative and above add to L at a quarter of a step about 1/256 of what they add at
+    the step (or less: nearer a singularity the larger nodes see more of it), while rounding adds as much at any scale
+    whose nodes span many of its stairs. Of two neighbouring scales, a pair whose |L| fall by no more than 16 times
+    reads rounding, |L(smaller)| - |L(larger)|/256; one that falls by more reads the function's own curvature (sqrt
+    and |x|^1.5 at 1e-7, digamma 1e-5 from its pole: H is not small against the distance to the singularity there) and
+    reads nothing. The larger of the two pairs' readings, over 4: about one evaluation's rounding at its usual size (a
+    fourth difference of independent errors of up to r is about 5 r, at most 16 r). The larger: stairs about as wide as
+    the smallest scale's nodes (sin(x + 1e7): 1.9e-9, against nodes 2.5e-9 apart) read less there."""
+    import torch
+
+    readings = []
+    for larger, smaller in zip(sums, sums[1:]):
+        flat = larger <= 16 * smaller
+        readings.append(torch.where(flat, (smaller - larger / 256).clamp_min(0.0), 0.0))
+    return torch.maximum(*readings).div_(4).nan_to_num_(nan=0.0, posinf=0.0)
+
+
+def measure_stairs(problem: Problem, j: int, cols: torch.Tensor | None = None, info: Info | None = None
+                   ) -> list[torch.Tensor]:
+    """How much one evaluation of each output element is off where the function rounds input j coarser than its
+    dtype does (x + 1e5 inside: x is held to 1.5e-11 there, where float64 holds it to 1e-16), which the moves of
+    :func:`measure_noise`, a few ulps, do not see: they vanish into the large term, and the rounding measured is the
+    output's own, while every finite difference whose step is not a multiple of that grid carries its rounding
+    (sin(x + 1e5)'s and softmax(x + 1e5)'s right backwards FAILED, where gradcheck passes them).
+
+    Input j (float64) moves to STAIR_NODES times a step H at each of STAIR_SCALES (:func:`stair_rounding`), H =
+    STAIR_BASE max(1, |x|) made a multiple of 256 ulps (:func:`halving_steps`: every point exact); the other inputs
+    are held. With *cols* None every element moves at once along random signs (12 evaluations; per output, flat): an
+    upper estimate for any one column, which the others' rounding adds to. With *cols*, each of those columns alone
+    (12 evaluations per column, batched; per output, (len(cols), M_k)): the rounding a difference along that column
+    carries. Float64; 0 everywhere where input j is not float64 (its steps are not exact there)."""
+    import torch
+
+    x = problem.inputs[j].detach()
+    width = 1 if cols is None else len(cols)
+    if x.dtype != torch.float64:
+        return [torch.zeros((o.numel(),) if cols is None else (width, o.numel()), dtype=torch.float64)
+                for o in problem.outputs]
+    weights = stair_weights()
+    at = [o.detach().reshape(1, -1).to(torch.float64) for o in problem.outputs]
+    step = halving_steps(x, STAIR_BASE, 9)
+    if cols is None:
+        gen = torch.Generator().manual_seed(98)
+        moves = (step * torch.where(torch.rand(x.shape, generator=gen) < 0.5, -1.0, 1.0)).unsqueeze(0)
+    else:
+        moves = unit_rows(x, cols).mul_(step.reshape(1, -1)).reshape(width, *x.shape)
+    chunk = max(1, (1 << 21) // max(1, 12 * x.numel()))  # columns per batch: a few MB of points
+    parts: list[list[torch.Tensor]] = []  # per chunk, per output: (12, w', M) values
+    with torch.no_grad():
+        for a in range(0, width, chunk):
+            move = moves[a:a + chunk]
+            points = torch.cat([x + (node * scale) * move for scale in STAIR_SCALES for node in STAIR_NODES])
+            if cols is None:
+                got = [problem.call(*[p if i == j else v for i, v in enumerate(problem.inputs)]) for p in points]
+                problem.side_evaluations += len(points)
+                outs = [torch.stack([g[k].detach() for g in got]) for k in range(len(problem.outputs))]
+            else:
+                assert info is not None
+                outs = batched_outputs(problem, j, points, info)
+                info["evaluations"] = info.get("evaluations", 0) + len(points)
+            parts.append([o.reshape(12, len(move), -1).to(torch.float64) for o in outs])
+    out = []
+    for k, o in enumerate(problem.outputs):
+        values = torch.cat([part[k] for part in parts], dim=1)  # (12, w, M)
+        sums = []
+        for s in range(len(STAIR_SCALES)):
+            total = weights[0] * at[k]
+            for i, w in enumerate(weights[1:]):
+                total = total + w * values[4 * s + i]
+            sums.append(total.abs())
+        rounding = stair_rounding(sums)
+        # none below SAFETY times the outputs' own rounding at the points: sin at 0, whose value there is exactly 0 (its
+        # measured noise 0), reads the rounding of its values of 1e-8 at the moves
+        eps = torch.finfo(o.dtype).eps if o.is_floating_point() else torch.finfo(torch.float64).eps
+        top = torch.maximum(values.abs().amax(0), at[k].abs()).nan_to_num_(nan=0.0, posinf=0.0)
+        rounding = torch.where(rounding > SAFETY * ROUNDING_ULPS * eps * top, rounding, 0.0)
+        out.append(rounding.reshape(-1) if cols is None else rounding)
     return out
 
 

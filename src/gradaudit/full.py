@@ -1740,14 +1740,15 @@ UNDECIDED = (J.COARSE, J.DISCONTINUITY, J.EVIDENCE_NONFINITE)
 
 def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Tensor, value: torch.Tensor,
             bound: torch.Tensor, sides: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], judged: J.Judged,
-            tol: ToleranceUsed, info: Info, step: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, J.Judged]:
+            tol: ToleranceUsed, info: Info, step: torch.Tensor
+            ) -> tuple[torch.Tensor, torch.Tensor, J.Judged, torch.Tensor]:
     """Entries the first tableau left undecided (an error bound too large for the value, a jump inside
     the steps, steps that left the function's domain) get Ridders again from smaller first steps, h0/10,
     h0/100, ...: near a singularity (tan near a pole, asin near 1, polygamma near a pole) the truncation
     error of the large steps dominates, and smaller ones see the smooth function. Per entry the
     estimate with the smallest error bound is kept, and the entry is judged again; an entry that is
     still undecided stays inconclusive. A real kink (one-sided slopes that differ) is not retried. *step*: each
-    entry's last Ridders step, (w, M) as *value*, kept with the estimate (:func:`_staircase`)."""
+    entry's last Ridders step, (w, M) as *value*, kept with the estimate (:func:`_staircase`), and returned with it."""
     import torch
 
     base = RIDDERS_BASE
@@ -1808,7 +1809,7 @@ def _shrink(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Ten
             weak &= J.rough(left.T, right.T, noise.T, value.T)
         if bool(weak.any()):
             judged = judged.undecided(weak, J.DISCONTINUITY)
-    return value, bound, judged
+    return value, bound, judged, step
 
 
 def _staircase(problem: Problem, j: int, k: int, part: torch.Tensor, obs: torch.Tensor, value: torch.Tensor,
@@ -2025,13 +2026,65 @@ def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[in
             value, bound, obs = value[bad], bound[bad], obs[:, bad]
             judged = J.judge(obs, value.T, tol, reference_bound=bound.T, scale=_scale(problem, j, k, sub),
                              slopes=(left.T, right.T, noise.T, trunc.T), precision=_precision(problem, j))
-            value, bound, judged = _shrink(problem, j, k, sub, obs, value, bound, sides[k], judged, tol, info,
-                                           used[k][bad])
+            value, bound, judged, step = _shrink(problem, j, k, sub, obs, value, bound, sides[k], judged, tol, info,
+                                                 used[k][bad])
             if banded is None and not none:
                 judged = _own_rounding(problem, j, k, sub, obs, value.T, bound.T, judged, tol, info,
                                        (left.T, right.T, noise.T, trunc.T), own)
+            judged = _stairs(problem, j, k, sub, obs, value.T, bound.T, step.T, judged, tol,
+                             (left.T, right.T, noise.T, trunc.T), info)
             found.add(judged, obs, value.T, output=k, rows=rows, cols=sub.reshape(1, -1), slopes=(left.T, right.T),
                       kind=kind, note=note)
+
+
+def _stairs(problem: Problem, j: int, k: int, cols: torch.Tensor, obs: torch.Tensor, value: torch.Tensor,
+            bound: torch.Tensor, step: torch.Tensor, judged: J.Judged, tol: ToleranceUsed,
+            sides: tuple[torch.Tensor, ...], info: Info) -> J.Judged:
+    """The failed entries (rows of output k, columns *cols* of input j; *obs* autograd's, *value* the evidence, *bound*
+    its bound, *step* the step of its last quotient, all (M, w)) whose difference lies within the rounding the function
+    shows at moves of about sqrt(eps) of that column alone (:func:`evaluate.measure_stairs`) over that step:
+    inconclusive (J.STAIRS), never a pass. Only where that rounding is more than SAFETY times the one measured at moves
+    of a few ulps (problem.noise, which the bound counts already): a function that rounds its inputs coarser than their
+    dtype (x + c inside, x held to c's spacing) shows it at the larger moves alone. sin(x + 1e5) and softmax(x + 1e5):
+    every quotient of Ridders' tableau was off by up to 1e-11 over its step, 1.6e-9 of the slope, and the right
+    backwards FAILED on bounds of 1e-12 (gradcheck passes them). A difference beyond it still fails (a bug of 1e-4).
+
+    The whole input is measured first (12 evaluations), moving every element at once: where even that rounding, which
+    every element's adds to, does not explain a failure, it stands, and nothing more is measured (a wrong backward's
+    usual failure). Then each remaining column alone (12 evaluations each): the rounding of another element is not
+    this column's (K sin(x0 + 1e5) + sum(x[1:]^3) at K = 1e7: x0's rounding, moved with x1, made a backward 1% off at
+    x1 inconclusive)."""
+    import torch
+
+    failed = judged.verdict.expand(obs.shape) == J.FAIL
+    if bool(failed.any()):
+        # where no such rounding could explain the difference (at most about 2 |J| H per evaluation, H the measure's
+        # largest move: stairs as wide as the moves, each evaluation off by half a stair; wider ones read flat at the
+        # slopes' steps), nothing is measured: a wrong backward's usual failure
+        from .evaluate import STAIR_BASE
+
+        most = 2.08 * torch.maximum(obs.abs(), value.abs()) * (STAIR_BASE * problem.x_size(j)[cols]).reshape(1, -1)
+        failed &= (obs - value).abs() <= SAFETY * (bound + most / step)
+    if not bool(failed.any()):
+        return judged
+    noise = problem.noise(k).reshape(-1, 1)
+    whole = problem.stairs(j, k).reshape(-1, 1)
+    whole = torch.where(whole > SAFETY * noise, whole, 0.0).expand(obs.shape)
+    if not bool((failed & (whole > 0)).any()):
+        return judged
+
+    def redo(rounding: torch.Tensor) -> torch.Tensor:
+        return J.judge(obs, value, tol, reference_bound=bound + rounding / step, scale=_scale(problem, j, k, cols),
+                       slopes=sides, precision=_precision(problem, j)).verdict.expand(obs.shape) != J.FAIL
+
+    candidate = failed & (whole > 0) & redo(whole)
+    at = candidate.any(0).nonzero().flatten()
+    if not len(at):
+        return judged
+    alone = torch.zeros_like(obs)
+    own = problem.column_stairs(j, k, cols[at], info).T  # (M, w')
+    alone[:, at] = torch.where(own > SAFETY * noise, own, 0.0)
+    return judged.undecided(candidate & (alone > 0) & redo(alone), J.STAIRS)
 
 
 def _own_rounding(problem: Problem, j: int, k: int, cols: torch.Tensor, obs: torch.Tensor, value: torch.Tensor,

@@ -37,12 +37,12 @@ NAMES: dict[int, Verdict] = {PASS: "pass", FAIL: "fail", INCONCLUSIVE: "inconclu
 
 # reason codes and their words (rendered with the values by :func:`comparison`)
 (OK, OUTSIDE, OBS_NONFINITE, EVIDENCE_NONFINITE, KINK, DISCONTINUITY, COARSE, BEYOND_TOL, CONVENTION,
- OWN_ROUNDING) = range(10)
+ OWN_ROUNDING, STAIRS) = range(11)
 VERDICT_OF = (PASS, FAIL, FAIL, INCONCLUSIVE, INCONCLUSIVE, INCONCLUSIVE, INCONCLUSIVE, INCONCLUSIVE, PASS,
-              INCONCLUSIVE)
+              INCONCLUSIVE, INCONCLUSIVE)
 KINDS = {OK: "value", OUTSIDE: "value", OBS_NONFINITE: "nonfinite", EVIDENCE_NONFINITE: "nonfinite", KINK: "kink",
          DISCONTINUITY: "discontinuity", COARSE: "coarse", BEYOND_TOL: "coarse", CONVENTION: "kink",
-         OWN_ROUNDING: "coarse"}
+         OWN_ROUNDING: "coarse", STAIRS: "coarse"}
 
 
 @dataclass
@@ -419,6 +419,11 @@ def reason_text(code: int, obs: float, ref: float, slopes: tuple[float, float] |
         return ("autograd's value is no larger than its own rounding (measured: it moves that much when the output "
                 "weights are scaled by 0.9, 1.1 and 1.3; terms that cancel inside the backward), and the difference "
                 "lies within that rounding and the evidence's bound: the evidence cannot decide below it")
+    if code == STAIRS:
+        return ("the function rounds its inputs far coarser than their dtype inside (measured: moves of about 1e-8 "
+                "of them show a rounding of its values that moves of a few ulps do not; a small input added to a large "
+                "constant, x + 1e5, is held to that constant's spacing), every finite difference carries that "
+                "rounding over its step, and the difference lies within it: the evidence cannot decide below it")
     if code == OUTSIDE:
         return "outside the allowance"
     return ""
