@@ -3498,3 +3498,16 @@ def test_one_elements_rounding_does_not_excuse_another_elements_bug():
         assert res.verdict == "fail", (seed, res.report())
         res = ga.check(_inside(1e5, rel=0.1, k=1e7, at=1).apply, (x,), mode="directional", seed=seed)
         assert res.verdict == "fail", (seed, res.report())
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_a_difference_of_elements_added_to_a_large_constant_is_measured_too(mode):
+    """1e4 sin((x0 - x1) + 1e5) + sum(x[2:]^3): the function rounds x0 - x1, not x0 or x1. The whole input moved by
+    one step of random signs alone left x0 - x1 still wherever the two signs agreed (every sign of the first draws did),
+    read no rounding, and directional mode skipped the projection's own measure: its right backward FAILED on seed 0,
+    where gradcheck passes it (a review). The whole input moves by random sizes too: not failed."""
+    for seed in range(3):
+        x = 0.2 + 0.7 * torch.rand(4, generator=torch.Generator().manual_seed(1000 + seed), dtype=F64)
+        res = ga.check(lambda x: 1e4 * torch.sin((x[0] - x[1]) + 1e5) + (x[2:] ** 3).sum(),
+                       (x.requires_grad_(),), mode=mode, seed=seed)
+        assert res.verdict != "fail", (seed, res.report())

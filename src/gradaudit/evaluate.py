@@ -899,11 +899,12 @@ def measure_stairs(problem: Problem, j: int, cols: torch.Tensor | None = None, i
     (sin(x + 1e5)'s and softmax(x + 1e5)'s right backwards FAILED, where gradcheck passes them).
 
     Input j (float64) moves to STAIR_NODES times a step H at each of STAIR_SCALES (:func:`stair_rounding`), H =
-    STAIR_BASE max(1, |x|) made a multiple of 256 ulps (:func:`halving_steps`: every point exact); the other inputs
-    are held. With *cols* None every element moves at once along random signs (12 evaluations; per output, flat): an
-    upper estimate for any one column, which the others' rounding adds to. With *cols*, each of those columns alone
-    (12 evaluations per column, batched; per output, (len(cols), M_k)): the rounding a difference along that column
-    carries. Float64; 0 everywhere where input j is not float64 (its steps are not exact there)."""
+    STAIR_BASE max(1, |x|) made a multiple of 2^14 ulps (:func:`halving_steps`: every point exact); the other inputs
+    are held. With *cols* None every element moves at once, by H times a random sign and a random size from 0.5 to 1.5
+    (12 evaluations; per output, flat): an estimate for any one column, which the others' rounding adds to. With
+    *cols*, each of those columns alone (12 evaluations per column, batched; per output, (len(cols), M_k)): the
+    rounding a difference along that column carries. Float64; 0 everywhere where input j is not float64 (its steps
+    are not exact there)."""
     import torch
 
     x = problem.inputs[j].detach()
@@ -913,10 +914,14 @@ def measure_stairs(problem: Problem, j: int, cols: torch.Tensor | None = None, i
                 for o in problem.outputs]
     weights = stair_weights()
     at = [o.detach().reshape(1, -1).to(torch.float64) for o in problem.outputs]
-    step = halving_steps(x, STAIR_BASE, 9)
+    step = halving_steps(x, STAIR_BASE, 15)  # a multiple of 2^14 ulps: every node times every level below is exact
     if cols is None:
+        # random signs and random sizes, 0.5 to 1.5 in 64ths: a combination of elements the function rounds (x0 - x1
+        # + 1e5) moves too (with signs alone, equal ones left x0 - x1 still, and it read nothing: a review)
         gen = torch.Generator().manual_seed(98)
-        moves = (step * torch.where(torch.rand(x.shape, generator=gen) < 0.5, -1.0, 1.0)).unsqueeze(0)
+        signs = torch.where(torch.rand(x.shape, generator=gen) < 0.5, -1.0, 1.0)
+        levels = torch.randint(32, 97, x.shape, generator=gen).to(torch.float64) / 64
+        moves = (step * signs * levels).unsqueeze(0)
     else:
         moves = unit_rows(x, cols).mul_(step.reshape(1, -1)).reshape(width, *x.shape)
     chunk = max(1, (1 << 21) // max(1, 12 * x.numel()))  # columns per batch: a few MB of points
