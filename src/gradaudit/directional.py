@@ -1488,8 +1488,8 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
                 _per_output(problem, pos, u, vs, phi_for, memo, output_alone, tol, f)
             continue
         if memo is not None and only is None and out["reason"] in (J.OWN_ROUNDING, J.STAIRS):
-            # undecided for autograd's own rounding alone: each output alone still (a backward may mishandle one
-            # output's gradient, whose own projection that rounding need not cover)
+            # undecided for autograd's own rounding, or the function's at larger moves, alone: each output alone still
+            # (a backward may mishandle one output's gradient, whose own projection that rounding need not cover)
             _per_output(problem, pos, u, vs, phi_for, memo, output_alone, tol, f)
         memo = None  # the kept evaluations go before any bisection
         if g is None and out["verdict"] == J.FAIL:
