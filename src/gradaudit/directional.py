@@ -847,7 +847,7 @@ def _stairs(phi_many: Batched, result: dict[str, Any], judged: J.Judged, obs: fl
         return judged
     import torch
 
-    from .evaluate import STAIR_BASE, STAIR_NODES, STAIR_SCALES, stair_rounding, stair_weights
+    from .evaluate import STAIR_BASE, STAIR_NODES, STAIR_SCALES, STAIR_WEIGHTS, stair_rounding
 
     base = STAIR_BASE * scale
     # nothing measured where no such rounding could explain the difference: it is at most about 2 |phi'| base per
@@ -861,7 +861,7 @@ def _stairs(phi_many: Batched, result: dict[str, Any], judged: J.Judged, obs: fl
         return judged
     values, _ = phi_many([0.0] + [node * s * base for s in STAIR_SCALES for node in STAIR_NODES])
     result["evaluations"] += 1 + len(STAIR_NODES) * len(STAIR_SCALES)
-    weights = stair_weights()
+    weights = STAIR_WEIGHTS
     sums = [torch.tensor(abs(weights[0] * values[0] + sum(w * values[1 + 4 * s + i]
                                                           for i, w in enumerate(weights[1:]))))
             for s in range(len(STAIR_SCALES))]

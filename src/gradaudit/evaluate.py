@@ -861,7 +861,7 @@ STAIR_SCALES = (1.0, 0.25, 0.0625)
 STAIR_BASE = math.e * EPS_POWERS["sqrt"]
 
 
-def stair_weights() -> list[float]:
+def _stair_weights() -> list[float]:
     """The fourth divided difference at 0 and STAIR_NODES (it leaves out every cubic), scaled to |weights| summing to
     16, as those of the fourth difference at even nodes (1, -4, 6, -4, 1): at 0 first."""
     nodes = (0.0, *STAIR_NODES)
@@ -870,9 +870,12 @@ def stair_weights() -> list[float]:
     return [16.0 * w / total for w in raw]
 
 
+STAIR_WEIGHTS = _stair_weights()
+
+
 def stair_rounding(sums: Sequence[torch.Tensor]) -> torch.Tensor:
     """The rounding of one evaluation from |L| at the three STAIR_SCALES (*sums*, each the absolute fourth divided
-    difference of :func:`stair_weights` at that scale, any shape). L leaves out the function's own change up to its
+    difference of STAIR_WEIGHTS at that scale, any shape). L leaves out the function's own change up to its
     third derivative; the fourth derivative and above add to L at a quarter of a step about 1/256 of what they add at
     the step (or less: nearer a singularity the larger nodes see more of it), while rounding adds as much at any scale
     whose nodes span many of its stairs. Of two neighbouring scales, a pair whose |L| fall by no more than 16 times
@@ -912,7 +915,7 @@ def measure_stairs(problem: Problem, j: int, cols: torch.Tensor | None = None, i
     if x.dtype != torch.float64:
         return [torch.zeros((o.numel(),) if cols is None else (width, o.numel()), dtype=torch.float64)
                 for o in problem.outputs]
-    weights = stair_weights()
+    weights = STAIR_WEIGHTS
     at = [o.detach().reshape(1, -1).to(torch.float64) for o in problem.outputs]
     step = halving_steps(x, STAIR_BASE, 15)  # a multiple of 2^14 ulps: every node times every level below is exact
     if cols is None:
@@ -930,13 +933,11 @@ def measure_stairs(problem: Problem, j: int, cols: torch.Tensor | None = None, i
         for a in range(0, width, chunk):
             move = moves[a:a + chunk]
             points = torch.cat([x + (node * scale) * move for scale in STAIR_SCALES for node in STAIR_NODES])
-            if cols is None:
-                got = [problem.call(*[p if i == j else v for i, v in enumerate(problem.inputs)]) for p in points]
+            # (batched_outputs: each point an independent tensor, never a view of the batch)
+            outs = batched_outputs(problem, j, points, {} if info is None else info)
+            if info is None:
                 problem.side_evaluations += len(points)
-                outs = [torch.stack([g[k].detach() for g in got]) for k in range(len(problem.outputs))]
             else:
-                assert info is not None
-                outs = batched_outputs(problem, j, points, info)
                 info["evaluations"] = info.get("evaluations", 0) + len(points)
             parts.append([o.reshape(12, len(move), -1).to(torch.float64) for o in outs])
     out = []
