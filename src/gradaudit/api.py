@@ -1039,23 +1039,6 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
                 undecided.setdefault(j, f)
             return f.verdict == "fail" or undecided_by_rounding(f)
 
-        alone: dict[int, Findings] = {}  # the projections confirm_silent made, each input's own, that decided
-
-        def confirm_silent(j: int) -> bool:
-            """confirm(j) for one of several inputs to which autograd gives no gradient (full._silent), one output:
-            the whole confirmation's joint projection cannot resolve a term of 0, and judges j again on its own, so
-            that projection of j alone is made first (directional's *alone*: the same u and phi), and decides where
-            it passes or fails. Where it cannot decide (inconclusive), the whole confirmation decides, as before: its
-            joint agreement stands there (a bias before batch norm, whose gradient of 0 its own projection reads as
-            the outputs' rounding)."""
-            if not confirmed:
-                f = directional(problem, _stream(seed, "directional"), tol, info, vs=vs, grads=grads, localize=False,
-                                seen=views, trail=trail, alone=j)[j]
-                if f.verdict != "inconclusive":
-                    alone[j] = f
-                    return f.verdict == "fail"
-            return confirm(j)
-
         def left_open(j: int, terms: torch.Tensor | list[float], say: bool) -> int:
             """The columns of j holding an entry no evidence resolved to RESOLVE: *terms* (per column, the
             smallest such entry's |v_r J_rc| after central differences, 0 where none or judged by Ridders) that no
@@ -1085,8 +1068,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
             return count
 
         found = full(problem, lambda: _generator(seed, "full"), tol, info, confirm, grads, vs, confirm_without,
-                     confirm_along, left_open, confirm_open, confirm_silent)
-        confirmed.update(alone)  # (what decided each input: its own projection, where confirm_silent made one)
+                     confirm_along, left_open, confirm_open)
         for j, f in found.items():
             if j in disagreed and f.verdict == "pass":
                 f.extra += disagreed[j].extra  # the projection along those columns disagrees though no entry does

@@ -1353,13 +1353,9 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
                 grads: tuple[torch.Tensor | None, ...], localize: bool = True,
                 only: tuple[int, torch.Tensor, str] | None = None,
                 seen: dict[int, tuple[torch.Tensor, float, float]] | None = None,
-                trail: dict[int, list[tuple[torch.Tensor, float, float]]] | None = None,
-                alone: int | None = None) -> dict[int, Findings]:
+                trail: dict[int, list[tuple[torch.Tensor, float, float]]] | None = None) -> dict[int, Findings]:
     """Judge vᵀJ_j u_j against the numeric derivative along u_j per input; localize disagreements by
-    bisection (when *localize*). *vs* are the output weights, *grads* vᵀJ at these inputs. With *alone* (j, one of
-    several inputs): input j's own projection only, as the judgement of every input makes it after a joint
-    projection that leaves j's term open (the same draws, the same u and phi), without that joint projection; its
-    findings alone are returned (full mode's confirmation of an input autograd gives no gradient). With *only*
+    bisection (when *localize*). *vs* are the output weights, *grads* vᵀJ at these inputs. With *only*
     (j, still, which): input j alone, its elements where *still* is True left where they are (u is 0 there, as
     at a held element): full mode's confirmation along some of its columns (*which*, for the record). Into
     *seen*, for each input whose projection agreed: its direction u_j (flat, float64), the largest error of
@@ -1412,8 +1408,7 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
         # (r + 0.5 for torch.rand's r, exactly)
         factors = ([r + 0.5 for r in kept[offset:]] if kept is not None else
                    torch.empty(len(problem.diff), dtype=torch.float64).uniform_(0.5, 1.5, generator=gen).tolist())
-        together = (_together(problem, draws, factors, vs, grads, tol, output_alone, evals, info, seen, trail)
-                    if alone is None else None)
+        together = _together(problem, draws, factors, vs, grads, tol, output_alone, evals, info, seen, trail)
         if together is not None:  # every input agrees at once: only the inputs whose terms it left open remain
             entries, again = together
             comparisons += entries
@@ -1426,8 +1421,7 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
                 return found
             joint = {j: found[j] for j in again}  # judged on their own below, as they would be without the others
     for pos, j in enumerate(problem.diff):
-        if (only is not None and j != only[0]) or (joint is not None and j not in joint) or (alone is not None
-                                                                                             and j != alone):
+        if (only is not None and j != only[0]) or (joint is not None and j not in joint):
             continue
         x = problem.inputs[j].detach()
         f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])

@@ -79,8 +79,7 @@ def full(problem: Problem, gen: Callable[[], torch.Generator], tol: ToleranceUse
          confirm_without: Callable[[int, torch.Tensor], bool] | None = None,
          confirm_along: Callable[[int, torch.Tensor | list[float], bool], bool] | None = None,
          left_open: Callable[[int, torch.Tensor | list[float], bool], int] | None = None,
-         confirm_open: Callable[[int, torch.Tensor | list[float]], bool] | None = None,
-         confirm_silent: Callable[[int], bool] | None = None) -> dict[int, Findings]:
+         confirm_open: Callable[[int, torch.Tensor | list[float]], bool] | None = None) -> dict[int, Findings]:
     """Judge every Jacobian entry. *first* is the first backward's vᵀJ per checked input, all outputs
     weighted by *vs* at once (for a scalar output that is the whole Jacobian row, times the weight). *gen* makes
     the random stream (called once, at the first draw: a scalar output's check draws nothing).
@@ -179,14 +178,8 @@ def full(problem: Problem, gen: Callable[[], torch.Generator], tol: ToleranceUse
         # differences read exactly 0 too) where directional mode, which checks each output alone, failed it
         silent = silent or (tol.default and len(problem.outputs) > 1 and banded is None and not derived
                             and problem.inputs[j].numel() > 0 and _silent_output(problem, j, analytic))
-        own = disagree or beyond or banded is not None or unresolved is not None or opened is not None
-        # silent alone, one of several inputs, one output: the question is that input's own projection, which the
-        # whole confirmation makes too (its joint projection cannot resolve a term of 0), so *confirm_silent(j)* makes
-        # that one first, and the whole only where it cannot decide (or has run). Not with several outputs, whose
-        # whole confirmation also projects each output alone (_silent_output's bug: one output's slope dropped)
-        alone = (silent and not own and confirm_silent is not None and len(problem.outputs) == 1
-                 and len(problem.diff) > 1)
-        asked = asked or own or (silent and not alone)
+        asked = (asked or disagree or beyond or banded is not None or unresolved is not None or opened is not None
+                 or silent)
         noted = opened  # (the columns judged by Ridders are set to 0 in it below)
         if width < 2 and len(problem.diff) == 1:
             unresolved = None
@@ -216,19 +209,17 @@ def full(problem: Problem, gen: Callable[[], torch.Generator], tol: ToleranceUse
                                         "by Ridders")
             elif left_open is not None and left_open(j, unresolved, False):
                 direct, resolving = 0, True  # it left some open: the whole confirmation, and the projection after it
-        which = (f"the projection along '{problem.names[j]}' alone (autograd gives it no gradient)" if alone
-                 else "the directional confirmation")
-        if confirm_silent(j) if alone and confirm_silent is not None else not direct and asked and confirm(j):
+        if not direct and asked and confirm(j):
             if (confirm_without is not None and 0 < len(suspect) < width
                     and confirm_without(j, suspect)):
-                info["confirmation"] = (f"{which} disagreed, and agreed along the columns the "
+                info["confirmation"] = ("the directional confirmation disagreed, and agreed along the columns the "
                                         "quick stage accepted: the others judged by Ridders")
                 agreed += " along the columns the quick stage accepted"
             else:
                 # every column is judged again, so its entries are counted once, there: not also as the quick stage did
                 found[j] = _afresh(problem, found[j])
                 suspect = every()
-                info["confirmation"] = f"{which} disagreed: every column judged by Ridders"
+                info["confirmation"] = "the directional confirmation disagreed: every column judged by Ridders"
                 resolving = False
                 if banded is not None:
                     # a band holds autograd's entries inside it only: an entry the backward invents outside it (below
