@@ -155,9 +155,9 @@ def _with_noise(phi_many: Batched, problem: Problem, ws: list[Any], inputs: Sequ
     that only a projection's failure sent to Ridders passed), over the elements *moved* gives (per output a mask,
     None for all), or all of them. *ws*: the weights, tensors or Python floats of scalar outputs.
 
-    And with whether any of the *inputs* phi moves shows rounding at moves of about sqrt(eps) (problem.stairs: 12
+    And with whether any of the *inputs* phi moves shows rounding at moves from about 1e-9 to 1e-6 (problem.stairs: 20
     evaluations once per input, made only when asked) above SAFETY times problem.noise at some output element: only
-    then does :func:`_stairs` measure phi's own, 13 evaluations per failing projection (a bisection's failing parts
+    then does :func:`_stairs` measure phi's own, 21 evaluations per failing projection (a bisection's failing parts
     each took them where nothing rounds so)."""
     def rounds() -> bool:
         return any(bool((problem.stairs(j, k) > SAFETY * problem.noise(k)).any())
@@ -835,8 +835,8 @@ def _stairs(phi_many: Batched, result: dict[str, Any], judged: J.Judged, obs: fl
             rounding: float) -> J.Judged:
     """For a failure of Ridders' estimate (*result*'s numeric and error bound, its last quotient at *step*) that stands
     after every other measure of phi's rounding: inconclusive (J.STAIRS), never a pass, where the difference lies within
-    the bound with the rounding phi shows at moves of about sqrt(eps) along its own direction added, over *step*
-    (:func:`evaluate.stair_rounding` of phi at STAIR_NODES times STAIR_BASE *scale* at each of STAIR_SCALES, 13
+    the bound with the rounding phi shows at moves from about 1e-9 to 1e-6 along its own direction added, over *step*
+    (:func:`evaluate.stair_rounding` of phi at STAIR_NODES times STAIR_BASE *scale* at each of STAIR_SCALES, 21
     evaluations); only where that rounding exceeds SAFETY times the one the bound counts (*rounding*: phi's at eps of
     its terms and the moved inputs', and as measured at moves of a few ulps). A function that rounds its inputs coarser
     than their dtype (softmax(x + 1e5): x held to 1.5e-11) puts that rounding into every quotient, and a right
@@ -847,12 +847,13 @@ def _stairs(phi_many: Batched, result: dict[str, Any], judged: J.Judged, obs: fl
         return judged
     import torch
 
-    from .evaluate import STAIR_BASE, STAIR_NODES, STAIR_SCALES, STAIR_WEIGHTS, stair_rounding
+    from .evaluate import STAIR_BASE, STAIR_NODES, STAIR_SCALES, STAIR_WEIGHTS, stair_reading, stair_rounding
 
     base = STAIR_BASE * scale
     # nothing measured where no such rounding could explain the difference: it is at most about 2 |phi'| base per
     # evaluation (stairs as wide as the moves, each evaluation off by half a stair; wider ones read flat at the slopes'
-    # steps), so a wrong backward's usual failure measures nothing (a bisection's failing parts each took 13 more)
+    # steps), so a wrong backward's usual failure measures nothing (a bisection's failing parts each took 13 more, 21
+    # now)
     slope = max(abs(obs), abs(result["numeric"]))
     if not abs(obs - result["numeric"]) <= SAFETY * (result["error_bound"] + 2.08 * slope * base / step):
         return judged
@@ -865,18 +866,24 @@ def _stairs(phi_many: Batched, result: dict[str, Any], judged: J.Judged, obs: fl
     sums = [torch.tensor(abs(weights[0] * values[0] + sum(w * values[1 + 4 * s + i]
                                                           for i, w in enumerate(weights[1:]))))
             for s in range(len(STAIR_SCALES))]
-    measured = float(stair_rounding(sums))
+    # each pair's reading, the largest that stairs could make (evaluate.stair_reading: at most half a stair times the
+    # slope per evaluation; beyond, the function's own shape at the larger moves)
     noise = getattr(phi_many, "noise", None)
-    if not measured > SAFETY * max(rounding, 0.0 if noise is None else noise()):
+    floor = SAFETY * max(rounding, 0.0 if noise is None else noise())
+    measured = float(stair_reading(stair_rounding(sums), torch.tensor(base), torch.tensor(slope), torch.tensor(step),
+                                   torch.tensor(floor)))
+    if not measured > floor:
         return judged
     extra = 1.04 * measured / step
     wide = result["error_bound"] + extra
+    # (the bound with the rounding alone: the slopes' kink or jump, judged against a wider bound, made a difference far
+    # beyond it "not failed", a review)
     redo = J.judge(obs, result["numeric"], tol, observed_bound=dot_rounding, reference_bound=wide, scale=natural,
-                   slopes=pair, precision=precision)
+                   precision=precision)
     if int(redo.verdict) == J.FAIL:
         return judged
     result["error_bound"] = wide
-    result["scheme"] = (f"{result['scheme']}; the function's rounding at moves of about 1e-8 along the direction "
+    result["scheme"] = (f"{result['scheme']}; the function's rounding at moves of 1e-9 to 1e-6 along the direction "
                         f"measured at {measured:.3g}")
     return redo.undecided(torch.tensor(True), J.STAIRS)
 

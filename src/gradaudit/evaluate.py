@@ -312,23 +312,23 @@ class Problem:
         return self._noise[k]
 
     def stairs(self, j: int, k: int) -> torch.Tensor:
-        """The rounding of output k per element (flat, float64) at moves of about sqrt(eps) of every element of input
-        j at once: measured once per input, where a failure asks (see :func:`measure_stairs`)."""
+        """The rounding of output k per element (STAIR_PAIRS, M_k), float64, at moves from about 1e-9 to 1e-6 of every
+        element of input j at once: measured once per input, where a failure asks (see :func:`measure_stairs`)."""
         if j not in self._stairs:
             self._stairs[j] = measure_stairs(self, j)
         return self._stairs[j][k]
 
     def column_stairs(self, j: int, k: int, cols: torch.Tensor, info: Info) -> torch.Tensor:
-        """The same along each column *cols* of input j alone: (len(cols), M_k), each column measured once per check
-        (see :func:`measure_stairs`)."""
+        """The same along each column *cols* of input j alone: (STAIR_PAIRS, len(cols), M_k), each column measured once
+        per check (see :func:`measure_stairs`)."""
         import torch
 
         wanted = [c for c in dict.fromkeys(cols.tolist()) if (j, c) not in self._column_stairs]
         if wanted:
             got = measure_stairs(self, j, torch.tensor(wanted), info)
             for i, c in enumerate(wanted):
-                self._column_stairs[j, c] = [g[i] for g in got]
-        return torch.stack([self._column_stairs[j, c][k] for c in cols.tolist()])
+                self._column_stairs[j, c] = [g[:, i] for g in got]
+        return torch.stack([self._column_stairs[j, c][k] for c in cols.tolist()], dim=1)
 
 
 def narrowed(outs: list[Any], dtypes: Sequence[Any]) -> list[Any]:
@@ -853,12 +853,56 @@ def measure_noise(problem: Problem) -> list[torch.Tensor]:
 
 
 #: measure_stairs's nodes besides 0, as fractions of its step at each scale (sixteenths: exact on its grid, and uneven,
-#: so that no rounding grid of the function's inputs makes their errors follow a smooth curve), its three scales, and
-#: its first step's base, e sqrt(eps) (not a power of two: steps of one land on every phase of a grid of a power of
-#: two ulps)
+#: so that no rounding grid of the function's inputs makes their errors follow a smooth curve), its five scales, and
+#: its first step's base, 16 e sqrt(eps) (not a power of two: steps of one land on every phase of a grid of a power of
+#: two ulps). The smallest scale's nodes are 2.5e-9 of max(1, |x|) apart, the largest's 1.2e-6: a function that holds
+#: its input to a grid between (x + c inside, at c from 1e6 to 1e9) shows that grid's rounding at two neighbouring
+#: scales whose nodes span many of its stairs. With the largest at e sqrt(eps), stairs wider than its nodes (c = 1e8:
+#: 1.5e-8) read nothing, and right backwards FAILED there on Ridders' bounds of 1e-10 (a review's x + c battery)
 STAIR_NODES = (-1.0, -0.625, 0.375, 0.8125)
-STAIR_SCALES = (1.0, 0.25, 0.0625)
-STAIR_BASE = math.e * EPS_POWERS["sqrt"]
+STAIR_SCALES = (1.0, 0.25, 0.0625, 0.015625, 0.00390625)
+STAIR_BASE = 16 * math.e * EPS_POWERS["sqrt"]
+#: the points measure_stairs evaluates per direction (every node at every scale)
+STAIR_POINTS = len(STAIR_NODES) * len(STAIR_SCALES)
+#: measure_stairs's readings per output element: one per pair of neighbouring scales
+STAIR_PAIRS = len(STAIR_SCALES) - 1
+#: how far beyond a quotient's step a pair of scales may move x and still count for it (stair_reading): stairs wider
+#: than the step (x + 1e9 inside: 1.2e-7, quotients at 1.25e-6 and more) are read at moves a few times the step
+STAIR_REACH = 4.0
+
+
+def stair_reading(pairs: torch.Tensor, largest: torch.Tensor, slope: torch.Tensor, step: torch.Tensor,
+                  floor: torch.Tensor) -> torch.Tensor:
+    """One evaluation's rounding from the per-pair readings *pairs* ((STAIR_PAIRS, ...), :func:`measure_stairs`) for a
+    quotient at *step* of a function whose slope there is *slope*; *largest* is the measure's largest move (STAIR_BASE
+    max(1, |x|)); a reading no larger than *floor* (SAFETY times the rounding the bound counts already) reads nothing.
+    A pair counts only
+    - where its moves, *largest* times its larger scale, are within STAIR_REACH times the step: the quotient evaluates
+      the function within its step of x, and farther out the nodes reach the function's own shape, a pole or a cusp
+      whose |L| does not fall from scale to scale (1/x at 3e-8, whose quotients step by 3e-10: its pole read as
+      rounding of 1.2e8 per evaluation, and backwards 1e-6 and 1e-4 off went from fail to inconclusive, a review;
+      tan at -4988429.2, where 6.5e-7 of |x| is 3.2, beyond a period);
+    - where its reading is within what stairs could make: a pair reads rounding where its smaller scale's nodes span
+      several stairs, and an evaluation is off by at most half a stair times the slope, 2.08 |*slope*| times that
+      scale's largest move.
+    Of those, the finest that reads more than *floor* and the next larger one, the larger of the two: a pair reads only
+    stairs its smaller nodes span (softmax(x + 1e9): 1.2e-7, read by the pair at 6.5e-7 and 1.6e-7 alone, the finer
+    ones reading the outputs' own rounding), one whose nodes span a stair or two reads less, and the largest of every
+    pair read fine stairs about twice as high (the largest of four fourth differences of random errors), which made
+    log(1 + x) - x at 1e-4 with a backward 1e-8 off inconclusive where it failed (a review). Broadcast: *largest*,
+    *slope*, *step* and *floor* against the shape after the first dimension."""
+    import torch
+
+    count = len(STAIR_SCALES) - 1
+    shape = (count,) + (1,) * (pairs.dim() - 1)
+    larger = torch.tensor(STAIR_SCALES[:-1], dtype=torch.float64).reshape(shape)
+    smaller = torch.tensor(STAIR_SCALES[1:], dtype=torch.float64).reshape(shape)
+    valid = ((largest * larger <= STAIR_REACH * step) & (pairs <= 2.08 * slope.abs() * largest * smaller)
+             & (pairs > floor))
+    index = torch.arange(count).reshape(shape)
+    finest = torch.where(valid, index, -1).amax(0, keepdim=True)
+    taken = valid & ((index == finest) | (index == finest - 1))
+    return torch.where(taken, pairs, 0.0).amax(0)
 
 
 def _stair_weights() -> list[float]:
@@ -874,23 +918,33 @@ STAIR_WEIGHTS = _stair_weights()
 
 
 def stair_rounding(sums: Sequence[torch.Tensor]) -> torch.Tensor:
-    """The rounding of one evaluation from |L| at the three STAIR_SCALES (*sums*, each the absolute fourth divided
+    """The rounding of one evaluation from |L| at the STAIR_SCALES (*sums*, each the absolute fourth divided
     difference of STAIR_WEIGHTS at that scale, any shape). L leaves out the function's own change up to its
     third derivative; the fourth derivative and above add to L at a quarter of a step about 1/256 of what they add at
     the step (or less: nearer a singularity the larger nodes see more of it), while rounding adds as much at any scale
     whose nodes span many of its stairs. Of two neighbouring scales, a pair whose |L| fall by no more than 16 times
     reads rounding, |L(smaller)| - |L(larger)|/256; one that falls by more reads the function's own curvature (sqrt
     and |x|^1.5 at 1e-7, digamma 1e-5 from its pole: H is not small against the distance to the singularity there) and
-    reads nothing. The larger of the two pairs' readings, over 4: about one evaluation's rounding at its usual size (a
-    fourth difference of independent errors of up to r is about 5 r, at most 16 r). The larger: stairs about as wide as
-    the smallest scale's nodes (sin(x + 1e7): 1.9e-9, against nodes 2.5e-9 apart) read less there."""
+    reads nothing. Nor does a pair that falls by 4 times or more beside a neighbouring pair that does too: |L| falling
+    steadily by a power of the scale is the function's own shape, a kink (4 times) or a power singularity inside the
+    nodes (|x|^1.5 at 1e-8: 8 times), where rounding does not fall steadily (with the largest nodes at 1.2e-6,
+    |x|^1.5 at 1e-8 read as rounding, and its backwards 1e-6 off went from fail to inconclusive). Each pair's reading,
+    over 4, stacked (STAIR_PAIRS, ...): about one evaluation's rounding at its usual size (a fourth difference of
+    independent errors of up to r is about 5 r, at most 16 r); :func:`stair_reading` takes the largest that stairs
+    could make. Stairs about as wide as a pair's smaller scale's nodes (sin(x + 1e7): 1.9e-9, against nodes 2.5e-9
+    apart) read less there, and stairs wider than them nothing."""
     import torch
 
+    steep = [larger >= 4 * smaller for larger, smaller in zip(sums, sums[1:])]
     readings = []
-    for larger, smaller in zip(sums, sums[1:]):
-        flat = larger <= 16 * smaller
+    for i, (larger, smaller) in enumerate(zip(sums, sums[1:])):
+        beside = torch.zeros_like(steep[i])
+        for k in (i - 1, i + 1):
+            if 0 <= k < len(steep):
+                beside = beside | steep[k]
+        flat = (larger <= 16 * smaller) & ~(steep[i] & beside)
         readings.append(torch.where(flat, (smaller - larger / 256).clamp_min(0.0), 0.0))
-    return torch.maximum(*readings).div_(4).nan_to_num_(nan=0.0, posinf=0.0)
+    return torch.stack(readings).div_(4).nan_to_num_(nan=0.0, posinf=0.0)
 
 
 def measure_stairs(problem: Problem, j: int, cols: torch.Tensor | None = None, info: Info | None = None
@@ -902,22 +956,24 @@ def measure_stairs(problem: Problem, j: int, cols: torch.Tensor | None = None, i
     (sin(x + 1e5)'s and softmax(x + 1e5)'s right backwards FAILED, where gradcheck passes them).
 
     Input j (float64) moves to STAIR_NODES times a step H at each of STAIR_SCALES (:func:`stair_rounding`), H =
-    STAIR_BASE max(1, |x|) made a multiple of 2^14 ulps (:func:`halving_steps`: every point exact); the other inputs
+    STAIR_BASE max(1, |x|) made a multiple of 2^18 ulps (:func:`halving_steps`: every point exact); the other inputs
     are held. With *cols* None every element moves at once, by H times a random sign and a random size from 0.5 to 1.5
-    (12 evaluations; per output, flat): an estimate for any one column, which the others' rounding adds to. With
-    *cols*, each of those columns alone (12 evaluations per column, batched; per output, (len(cols), M_k)): the
-    rounding a difference along that column carries. Float64; 0 everywhere where input j is not float64 (its steps
-    are not exact there)."""
+    (STAIR_POINTS, 20 evaluations; per output, (STAIR_PAIRS, M_k)): an estimate for any one column, which the others'
+    rounding adds to. With *cols*, each of those columns alone (20 evaluations per column, batched; per output,
+    (STAIR_PAIRS, len(cols), M_k)): the
+    rounding a difference along that column carries. One reading per pair of neighbouring scales
+    (:func:`stair_rounding`); the caller takes the largest that stairs could make (:func:`stair_reading`). Float64; 0
+    everywhere where input j is not float64 (its steps are not exact there)."""
     import torch
 
     x = problem.inputs[j].detach()
     width = 1 if cols is None else len(cols)
     if x.dtype != torch.float64:
-        return [torch.zeros((o.numel(),) if cols is None else (width, o.numel()), dtype=torch.float64)
-                for o in problem.outputs]
+        return [torch.zeros((STAIR_PAIRS, o.numel()) if cols is None else (STAIR_PAIRS, width, o.numel()),
+                            dtype=torch.float64) for o in problem.outputs]
     weights = STAIR_WEIGHTS
     at = [o.detach().reshape(1, -1).to(torch.float64) for o in problem.outputs]
-    step = halving_steps(x, STAIR_BASE, 15)  # a multiple of 2^14 ulps: every node times every level below is exact
+    step = halving_steps(x, STAIR_BASE, 19)  # a multiple of 2^18 ulps: every node times every level below is exact
     if cols is None:
         # random signs and random sizes, 0.5 to 1.5 in 64ths: a combination of elements the function rounds (x0 - x1
         # + 1e5) moves too (with signs alone, equal ones left x0 - x1 still, and it read nothing: a review)
@@ -927,8 +983,8 @@ def measure_stairs(problem: Problem, j: int, cols: torch.Tensor | None = None, i
         moves = (step * signs * levels).unsqueeze(0)
     else:
         moves = unit_rows(x, cols).mul_(step.reshape(1, -1)).reshape(width, *x.shape)
-    chunk = max(1, (1 << 21) // max(1, 12 * x.numel()))  # columns per batch: a few MB of points
-    parts: list[list[torch.Tensor]] = []  # per chunk, per output: (12, w', M) values
+    chunk = max(1, (1 << 21) // max(1, STAIR_POINTS * x.numel()))  # columns per batch: a few MB of points
+    parts: list[list[torch.Tensor]] = []  # per chunk, per output: (STAIR_POINTS, w', M) values
     with torch.no_grad():
         for a in range(0, width, chunk):
             move = moves[a:a + chunk]
@@ -939,23 +995,25 @@ def measure_stairs(problem: Problem, j: int, cols: torch.Tensor | None = None, i
                 problem.side_evaluations += len(points)
             else:
                 info["evaluations"] = info.get("evaluations", 0) + len(points)
-            parts.append([o.reshape(12, len(move), -1).to(torch.float64) for o in outs])
+            parts.append([o.reshape(STAIR_POINTS, len(move), -1).to(torch.float64) for o in outs])
     out = []
     for k, o in enumerate(problem.outputs):
-        values = torch.cat([part[k] for part in parts], dim=1)  # (12, w, M)
+        values = torch.cat([part[k] for part in parts], dim=1)  # (STAIR_POINTS, w, M)
         sums = []
         for s in range(len(STAIR_SCALES)):
             total = weights[0] * at[k]
             for i, w in enumerate(weights[1:]):
                 total = total + w * values[4 * s + i]
             sums.append(total.abs())
-        rounding = stair_rounding(sums)
+        rounding = stair_rounding(sums)  # (STAIR_PAIRS, w, M)
         # none below SAFETY times the outputs' own rounding at the points: sin at 0, whose value there is exactly 0 (its
-        # measured noise 0), reads the rounding of its values of 1e-8 at the moves
+        # measured noise 0), reads the rounding of its values of 1e-8 at the moves (at the pair's own points)
         eps = torch.finfo(o.dtype).eps if o.is_floating_point() else torch.finfo(torch.float64).eps
-        top = torch.maximum(values.abs().amax(0), at[k].abs()).nan_to_num_(nan=0.0, posinf=0.0)
+        n = len(STAIR_NODES)
+        top = torch.stack([torch.maximum(values[n * p:n * (p + 2)].abs().amax(0), at[k].abs())
+                           for p in range(STAIR_PAIRS)]).nan_to_num_(nan=0.0, posinf=0.0)
         rounding = torch.where(rounding > SAFETY * ROUNDING_ULPS * eps * top, rounding, 0.0)
-        out.append(rounding.reshape(-1) if cols is None else rounding)
+        out.append(rounding.reshape(STAIR_PAIRS, -1) if cols is None else rounding)
     return out
 
 

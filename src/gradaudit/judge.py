@@ -420,7 +420,7 @@ def reason_text(code: int, obs: float, ref: float, slopes: tuple[float, float] |
                 "weights are scaled by 0.9, 1.1 and 1.3; terms that cancel inside the backward), and the difference "
                 "lies within that rounding and the evidence's bound: the evidence cannot decide below it")
     if code == STAIRS:
-        return ("the function rounds its inputs far coarser than their dtype inside (measured: moves of about 1e-8 "
+        return ("the function rounds its inputs far coarser than their dtype inside (measured: moves of 1e-9 to 1e-6 "
                 "of them show a rounding of its values that moves of a few ulps do not; a small input added to a large "
                 "constant, x + 1e5, is held to that constant's spacing), every finite difference carries that "
                 "rounding over its step, and the difference lies within it: the evidence cannot decide below it")
