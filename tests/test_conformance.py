@@ -3461,6 +3461,29 @@ def test_a_right_backward_of_an_input_held_to_a_large_constants_spacing_is_not_f
                 assert res.verdict != "fail", (c, seed, res.report())
 
 
+@pytest.mark.parametrize("rel", [1e-6, 1e-4])
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_a_pole_inside_the_rounding_measures_larger_moves_does_not_excuse_a_wrong_backward(mode, rel):
+    """1/x at 3e-8, its backward off by a relative 1e-6 or 1e-4: d/dx = -1/x^2 = -1.1e15. The rounding measure's
+    largest moves (6.5e-7 of max(1, |x|)) cross the pole, where |L| does not fall from scale to scale, and read as
+    rounding of 1.2e8 per evaluation: over the failing quotient's step (3e-10, below the distance to the pole) more than
+    the derivative itself, and both bugs went from fail to inconclusive (a review). A pair of scales counts only where
+    its moves are within 4 times that step, and up to what stairs could make: both fail again, in both modes."""
+    class Reciprocal(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return 1 / x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * (-1 / x ** 2) * (1 + rel)
+
+    res = ga.check(Reciprocal.apply, (torch.tensor([3e-8], dtype=F64, requires_grad=True),), mode=mode)
+    assert res.verdict == "fail", res.report()
+
+
 @pytest.mark.parametrize("mode", ["full", "directional"])
 def test_a_wrong_backward_beyond_that_rounding_still_fails(mode):
     """The same rounding allows sin(x + 1e5) about 1.5e-11 / 1e-3 (its steps) = 1.5e-8 of the slope, and ten times
