@@ -80,6 +80,15 @@ def families() -> dict[str, tuple[str, Callable[..., Any], Callable[[int], Any]]
                         uniform(-2.0, 2.0, 5, 700)),
         "tanh-1e7": ("tanh((x + 1e7) - 1e7) at -2 ... 2", lambda a: torch.tanh((a + 1e7) - 1e7),
                      uniform(-2.0, 2.0, 5, 700)),
+        # and stairs as wide as 1.5e-8 (1e8) and 1.2e-7 (1e9), which moves of up to 4e-8 read nothing of (gradcheck,
+        # whose steps of 1e-6 cross them, fails these too)
+        "sin-1e8": ("sin(x + 1e8) at -2 ... 2", lambda a: torch.sin(a + 1e8), uniform(-2.0, 2.0, 5, 700)),
+        "softmax-1e8": ("softmax(x + 1e8) at -2 ... 2", lambda a: torch.softmax(a + 1e8, 0),
+                        uniform(-2.0, 2.0, 5, 700)),
+        "tanh-1e9": ("tanh((x + 1e9) - 1e9) at -2 ... 2", lambda a: torch.tanh((a + 1e9) - 1e9),
+                     uniform(-2.0, 2.0, 5, 700)),
+        "exp-1e9": ("exp((x + 1e9) - 1e9) at -1 ... 1", lambda a: torch.exp((a + 1e9) - 1e9),
+                    uniform(-1.0, 1.0, 5, 700)),
     }
 
 
