@@ -866,8 +866,8 @@ def _stairs(phi_many: Batched, result: dict[str, Any], judged: J.Judged, obs: fl
     sums = [torch.tensor(abs(weights[0] * values[0] + sum(w * values[1 + 4 * s + i]
                                                           for i, w in enumerate(weights[1:]))))
             for s in range(len(STAIR_SCALES))]
-    # each pair's reading, the largest that stairs could make (evaluate.stair_reading: at most half a stair times the
-    # slope per evaluation; beyond, the function's own shape at the larger moves)
+    # the pairs' reading a quotient at this step uses (evaluate.stair_reading: moves within a few steps, at most half a
+    # stair times the slope per evaluation; beyond, the function's own shape at the larger moves)
     noise = getattr(phi_many, "noise", None)
     floor = SAFETY * max(rounding, 0.0 if noise is None else noise())
     measured = float(stair_reading(stair_rounding(sums), torch.tensor(base), torch.tensor(slope), torch.tensor(step),

@@ -887,11 +887,11 @@ def stair_reading(pairs: torch.Tensor, largest: torch.Tensor, slope: torch.Tenso
       scale's largest move.
     Of those, the finest that reads more than *floor*, or the next larger one where that reads 4 times as much: a pair
     reads only stairs its smaller nodes span (softmax(x + 1e9): 1.2e-7, read by the pair at 6.5e-7 and 1.6e-7 alone,
-    the finer ones reading the outputs' own rounding), and one whose nodes span a stair or two reads less; the largest
+    the finer ones reading the outputs' own rounding), and one whose nodes span a stair or two reads less. The largest
     of every pair read fine stairs about twice as high (the largest of four fourth differences of random errors), and
-    log(1 + x) - x at 1e-4 with a backward 1e-8 off went from fail to inconclusive on 7 of 60 seeds (a review; 4 with
-    the neighbour always taken, 3 with this). Broadcast: *largest*,
-    *slope*, *step* and *floor* against the shape after the first dimension."""
+    so did the next larger pair always taken: 10^6 (log(1 + x0) - x0) + sum x[1:]^2 at 1e-4 with a backward 1e-8 off
+    failed 24 of 60 seeds (31 at 4e6b276, a review), 27 with this rule. Broadcast: *largest*, *slope*, *step* and
+    *floor* against the shape after the first dimension."""
     import torch
 
     count = len(STAIR_SCALES) - 1
@@ -934,8 +934,8 @@ def stair_rounding(sums: Sequence[torch.Tensor]) -> torch.Tensor:
     nodes (|x|^1.5 at 1e-8: 8 times), where rounding does not fall steadily (with the largest nodes at 1.2e-6,
     |x|^1.5 at 1e-8 read as rounding, and its backwards 1e-6 off went from fail to inconclusive). Each pair's reading,
     over 4, stacked (STAIR_PAIRS, ...): about one evaluation's rounding at its usual size (a fourth difference of
-    independent errors of up to r is about 5 r, at most 16 r); :func:`stair_reading` takes the largest that stairs
-    could make. Stairs about as wide as a pair's smaller scale's nodes (sin(x + 1e7): 1.9e-9, against nodes 2.5e-9
+    independent errors of up to r is about 5 r, at most 16 r); :func:`stair_reading` takes the one a quotient uses.
+    Stairs about as wide as a pair's smaller scale's nodes (sin(x + 1e7): 1.9e-9, against nodes 2.5e-9
     apart) read less there, and stairs wider than them nothing."""
     import torch
 
@@ -964,10 +964,9 @@ def measure_stairs(problem: Problem, j: int, cols: torch.Tensor | None = None, i
     are held. With *cols* None every element moves at once, by H times a random sign and a random size from 0.5 to 1.5
     (STAIR_POINTS, 20 evaluations; per output, (STAIR_PAIRS, M_k)): an estimate for any one column, which the others'
     rounding adds to. With *cols*, each of those columns alone (20 evaluations per column, batched; per output,
-    (STAIR_PAIRS, len(cols), M_k)): the
-    rounding a difference along that column carries. One reading per pair of neighbouring scales
-    (:func:`stair_rounding`); the caller takes the largest that stairs could make (:func:`stair_reading`). Float64; 0
-    everywhere where input j is not float64 (its steps are not exact there)."""
+    (STAIR_PAIRS, len(cols), M_k)): the rounding a difference along that column carries. One reading per pair of
+    neighbouring scales (:func:`stair_rounding`); the caller takes the one a quotient uses (:func:`stair_reading`).
+    Float64; 0 everywhere where input j is not float64 (its steps are not exact there)."""
     import torch
 
     x = problem.inputs[j].detach()
