@@ -3469,18 +3469,8 @@ def test_a_pole_inside_the_rounding_measures_larger_moves_does_not_excuse_a_wron
     rounding of 1.2e8 per evaluation: over the failing quotient's step (3e-10, below the distance to the pole) more than
     the derivative itself, and both bugs went from fail to inconclusive (a review). A pair of scales counts only where
     its moves are within 4 times that step, and up to what stairs could make: both fail again, in both modes."""
-    class Reciprocal(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return 1 / x
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return g * (-1 / x ** 2) * (1 + rel)
-
-    res = ga.check(Reciprocal.apply, (torch.tensor([3e-8], dtype=F64, requires_grad=True),), mode=mode)
+    reciprocal = _hand_written(lambda x: 1 / x, lambda x: -1 / x ** 2, rel)
+    res = ga.check(reciprocal, (torch.tensor([3e-8], dtype=F64, requires_grad=True),), mode=mode)
     assert res.verdict == "fail", res.report()
 
 

@@ -606,7 +606,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                     judged, shown = redo, shares[1]
                     result.update(autograd_unmoved=shares[0], autograd_moved=shares[1], unmoved_bound=shares[2])
         if int(judged.verdict) == J.FAIL and "autograd_moved" not in result:
-            judged = _stairs(phi_many, result, judged, obs, tol, dot_rounding, natural, pair, precision, t_at, scale,
+            judged = _stairs(phi_many, result, judged, obs, tol, dot_rounding, natural, precision, t_at, scale,
                              1.5 * (EPS64 * _unit(phi_many) * quick.size + perturbation))
     apart = abs(first[0] - result["numeric"]) if first is not None else 0.0
     if (int(judged.verdict) == J.FAIL and first is not None and h_at < first[2] and math.isfinite(first[1])
@@ -831,7 +831,7 @@ def _measured(phi_many: Batched, result: dict[str, Any], step: float) -> float |
 
 
 def _stairs(phi_many: Batched, result: dict[str, Any], judged: J.Judged, obs: float, tol: ToleranceUsed,
-            dot_rounding: float, natural: float, pair: Any, precision: str, step: float, scale: float,
+            dot_rounding: float, natural: float, precision: str, step: float, scale: float,
             rounding: float) -> J.Judged:
     """For a failure of Ridders' estimate (*result*'s numeric and error bound, its last quotient at *step*) that stands
     after every other measure of phi's rounding: inconclusive (J.STAIRS), never a pass, where the difference lies within

@@ -2031,15 +2031,13 @@ def _final(problem: Problem, j: int, cols: torch.Tensor, analytic: dict[tuple[in
             if banded is None and not none:
                 judged = _own_rounding(problem, j, k, sub, obs, value.T, bound.T, judged, tol, info,
                                        (left.T, right.T, noise.T, trunc.T), own)
-            judged = _stairs(problem, j, k, sub, obs, value.T, bound.T, step.T, judged, tol,
-                             (left.T, right.T, noise.T, trunc.T), info)
+            judged = _stairs(problem, j, k, sub, obs, value.T, bound.T, step.T, judged, tol, info)
             found.add(judged, obs, value.T, output=k, rows=rows, cols=sub.reshape(1, -1), slopes=(left.T, right.T),
                       kind=kind, note=note)
 
 
 def _stairs(problem: Problem, j: int, k: int, cols: torch.Tensor, obs: torch.Tensor, value: torch.Tensor,
-            bound: torch.Tensor, step: torch.Tensor, judged: J.Judged, tol: ToleranceUsed,
-            sides: tuple[torch.Tensor, ...], info: Info) -> J.Judged:
+            bound: torch.Tensor, step: torch.Tensor, judged: J.Judged, tol: ToleranceUsed, info: Info) -> J.Judged:
     """The failed entries (rows of output k, columns *cols* of input j; *obs* autograd's, *value* the evidence, *bound*
     its bound, *step* the step of its last quotient, all (M, w)) whose difference lies within the rounding the function
     shows at moves from about 1e-9 to 1e-6 of that column alone (:func:`evaluate.measure_stairs`) over that step:
