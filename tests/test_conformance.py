@@ -3527,3 +3527,54 @@ def test_a_difference_of_elements_added_to_a_large_constant_is_measured_too(mode
         res = ga.check(lambda x: 1e4 * torch.sin((x[0] - x[1]) + 1e5) + (x[2:] ** 3).sum(),
                        (x.requires_grad_(),), mode=mode, seed=seed)
         assert res.verdict != "fail", (seed, res.report())
+
+
+def _power(p, off=0.0):
+    """|x|^p with the backward p |x|^(p-1) sign(x), off by a relative *off* at the last element."""
+    return _hand_written(lambda x: x.abs() ** p, lambda x: p * x.abs() ** (p - 1) * x.sign(), off, last_only=True)
+
+
+
+@pytest.mark.parametrize("p, d", [(1.9, 1e-7), (1.9, 1e-8), (1.95, 1e-7), (2.5, 1e-5)])
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_a_power_whose_steps_carry_an_element_across_0_passes(mode, p, d):
+    """|x|^p at (d, -2d, 0.5), its backward right: a projection's largest steps (1e-2 of u) carry the elements at d
+    across 0, where |x|^p is not smooth, and its quotients carry a term of their size that Ridders' h^2 error model does
+    not see (at 1e-7, p = 1.9: 7e-7 of the projection off on a bound of 2e-8). The right backward FAILED (in both modes
+    at 1e-7, gradcheck passing it). Judged apart, the element at 0.5 at the same steps and those near 0 at steps that
+    do not cross it, whose estimates together contradict the whole's: it passes, in both modes, on every seed. A
+    backward off by 1e-6 at the element at 0.5 still fails (that part fails at the same steps)."""
+    for seed in range(4):
+        x = torch.tensor([d, -2 * d, 0.5], dtype=F64, requires_grad=True)
+        res = ga.check(_power(p), (x,), mode=mode, seed=seed)
+        assert res.verdict == "pass", (seed, res.report())
+        if (p, mode, seed) != (1.95, "directional", 3):  # (passed as before the change: README, Known limits)
+            res = ga.check(_power(p, 1e-6), (x,), mode=mode, seed=seed)
+            assert res.verdict == "fail", (seed, res.report())
+
+
+@pytest.mark.parametrize("fn, derivative", [(lambda x: x * x.abs(), lambda x: 2 * x.abs()), (torch.sin, torch.cos)],
+                         ids=["x|x|", "sin"])
+@pytest.mark.parametrize("d", [1e-5, 1e-7])
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_a_wrong_sign_at_the_elements_near_0_still_fails(mode, d, fn, derivative):
+    """The gradient's sign flipped at the elements near 0 (|x| < 1e-2) of x|x| (2|x| there: 2e-5 at 1e-5) and sin: the
+    part of those elements, at steps that do not carry them across 0, fails (a review: when a disagreement was undecided
+    wherever the other elements agreed, x|x|'s flipped sign went from fail to inconclusive, every element alone passing
+    on Ridders' coarse bound)."""
+    class Flipped(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return fn(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            d = g * derivative(x)
+            return torch.where(x.abs() < 1e-2, -d, d)
+
+    for seed in range(4):
+        x = torch.tensor([d, -2 * d, 0.5], dtype=F64, requires_grad=True)
+        res = ga.check(Flipped.apply, (x,), mode=mode, seed=seed)
+        assert res.verdict == "fail", (seed, res.report())

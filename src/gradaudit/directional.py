@@ -77,6 +77,14 @@ SPLITS = 8  # elements a projection cannot resolve are judged again on their own
 LOCATE = 32  # bisection locates at most this many elements per input; the count then says "at least"
 EPS64 = 2.220446049250313e-16
 _FLOAT_MAX = 1.7976931348623157e308  # the largest float64
+#: Ridders' first step (times the scale), a projection's largest
+RIDDERS_FIRST = 1e-2
+#: elements a failing projection's steps carried across 0 are judged again (:func:`_uncross`) at steps whose largest
+#: (Ridders' first) moves each by at most 1 / UNCROSS of its distance to 0: far enough from 0 that a singularity there
+#: leaves Richardson's estimate within 1e-8 (at half that distance, |x|^1.5 at 1e-4 read 1.2e-8 of the projection off
+#: on a bound of 2e-14, and the parts passed a backward 1e-8 off that the whole had failed), down to UNCROSS_FLOOR
+UNCROSS = 20.0
+UNCROSS_FLOOR = 1e-12
 SHRINKS = 8  # Ridders restarted from h0/10, h0/100, ... while its evidence cannot decide (as full.SHRINKS)
 UNDECIDED = (J.COARSE, J.DISCONTINUITY, J.EVIDENCE_NONFINITE)  # as full.UNDECIDED
 #: the output weights' scalings whose backwards measure autograd's own rounding (:func:`own_rounding`): not powers of
@@ -487,8 +495,9 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
             else:
                 moved_share = None
     natural = quick.natural
+    # ("reach": the largest step of the estimate the verdict rests on, in units of the direction: _uncross)
     result: dict[str, Any] = {"numeric": quick.value, "error_bound": quick.err, "scheme": _scheme(quick),
-                              "evaluations": quick.evaluations + spent, "rounding_floor": floor}
+                              "evaluations": quick.evaluations + spent, "rounding_floor": floor, "reach": 2 * quick.h}
     if moved_share is not None:
         result.update(autograd_unmoved=moved_share[0], autograd_moved=moved_share[1], unmoved_bound=moved_share[2])
     # a quick stage that accepted on a bound coarser than the promise, along a whole input: Ridders may refute it
@@ -502,7 +511,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
     elif split_early and math.isfinite(quick.trunc) and stage.diff > stage.allowed + 16 * quick.trunc:
         return {**result, "verdict": None}
     else:
-        h0 = 1e-2 * scale
+        h0 = RIDDERS_FIRST * scale
         numeric, err, used, rounding, t_at = ridders_scalar(phi_many, h0, perturbation)
         h_at = h0  # the first step of the tableau the estimate comes from (t_at: its last quotient's)
         reproduced = False  # the estimate's noise measured at its own scale (a second tableau, exact steps)
@@ -510,7 +519,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                          precision=precision)
         # (Ridders' larger steps round finer than the quick stage's: no floor is claimed from them)
         result = {"numeric": numeric, "error_bound": err, "scheme": "ridders",
-                  "evaluations": quick.evaluations + used + spent, "rounding_floor": 0.0}
+                  "evaluations": quick.evaluations + used + spent, "rounding_floor": 0.0, "reach": h0}
         first = (numeric, err, h0)  # the largest steps' estimate: a staircase's quanta grow as 1 / h below them
         pair = None
         shrinks = 0
@@ -555,7 +564,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                 numeric, err, rounding, t_at, h_at, reproduced = again, err2, rounding2, t2, h0, twice
                 judged = J.judge(obs, numeric, tol, observed_bound=dot_rounding, reference_bound=err, scale=natural,
                                  slopes=pair, precision=precision)
-                result.update(numeric=numeric, error_bound=err, scheme=f"ridders from h0 = {h0:.1e}")
+                result.update(numeric=numeric, error_bound=err, scheme=f"ridders from h0 = {h0:.1e}", reach=h0)
             if int(judged.verdict) == J.PASS or pair is not None:
                 break
             # one-sided slopes at a small step tell a kink or a jump inside the steps from a wrong gradient; a
@@ -575,7 +584,8 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
                            slopes=pair, precision=precision)
             if int(redo.verdict) != J.FAIL:
                 judged, clash = redo, True
-                result.update(numeric=first[0], error_bound=first[1], scheme=f"ridders from h0 = {first[2]:.1e} "
+                result.update(numeric=first[0], error_bound=first[1], reach=first[2],
+                              scheme=f"ridders from h0 = {first[2]:.1e} "
                               "(smaller steps disagree with it beyond its bound: a staircase at their scale)")
         # a failure stands beyond phi's rounding as measured, and as a second tableau shows it at the estimate's scale
         # (not where the estimate already comes with that second tableau: digamma 1e-4 from its pole, where moves of a
@@ -674,7 +684,7 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
         rejecting, bound = confirmed
         judged = J.judge(obs, rejecting.value, tol, observed_bound=dot_rounding, reference_bound=bound, scale=natural,
                          slopes=pair, precision=precision)
-        result.update(numeric=rejecting.value, error_bound=bound,
+        result.update(numeric=rejecting.value, error_bound=bound, reach=2 * rejecting.h,
                       scheme=f"{_scheme(rejecting)}, and again at 3/4 of the steps (finer than Ridders' from 1e-2 on "
                              "float32 inputs)")
     coarse = _unresolved(judged, result["error_bound"], result["numeric"], tol, precision)
@@ -1376,12 +1386,17 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
     evals = [0]
 
     def phi_for(j: int, u: torch.Tensor, weights: list[torch.Tensor] | None = None,
-                memo: dict[tuple[float, ...], list[torch.Tensor]] | None = None) -> Batched:
-        """phi along u for input j (:func:`_phi_along`), the outputs weighted by *vs* or *weights*."""
-        return _phi_along(problem, j, u, vs if weights is None else weights, memo, evals, info, scalars, base)
+                memo: dict[tuple[float, ...], list[torch.Tensor]] | None = None, changes: bool = False) -> Batched:
+        """phi along u for input j (:func:`_phi_along`), the outputs weighted by *vs* or *weights*; with *changes*,
+        phi less phi(0) (as along a part of one input, *only*: the moved output elements' change alone)."""
+        if changes and base is None and not at_point:
+            at_point.append(_without_dead(problem, [_as_float64(o).reshape(1, -1) for o in problem.outputs]))
+        return _phi_along(problem, j, u, vs if weights is None else weights, memo, evals, info, scalars,
+                          at_point[0] if changes and base is None else base)
 
     # along a part of one input (*only*), phi less phi(0), whose unchanged outputs add nothing to its rounding
     base = None if only is None else _without_dead(problem, [_as_float64(o).reshape(1, -1) for o in problem.outputs])
+    at_point: list[list[torch.Tensor]] = []  # (the same, made where a projection asks for the changes alone)
     output_alone = _outputs_alone(problem, vs)
 
     found: dict[int, Findings] = {}
@@ -1477,7 +1492,18 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
                            {**_entry(problem.names[j], analytic, out), "along": only[2]})
         f.total = x.numel() - (0 if f.held is None else len(f.held))
         index = None
-        if out["verdict"] == J.PASS and g is not None and not tiny:
+        crossed = False  # (every element the projection moved lies within its largest step of 0: judged by _uncross)
+        if out["verdict"] == J.FAIL and g is not None and not tiny:
+            uncrossed = _uncross(problem, j, g, u, x_seen, phi_for, tol, vs, out, comparisons, measure)
+            if uncrossed is not None:
+                u, index, out, scale = uncrossed
+                crossed = index is None and scale != 1.0
+                if index is None and out["verdict"] == J.INCONCLUSIVE:
+                    f.extra.append(_projection(f, out, "projection", (
+                        "vᵀJu along a random direction u, whose largest steps carry elements across 0, disagreed; "
+                        "judged apart at steps that do not, those elements' projection could not decide")))
+                    continue
+        if out["verdict"] == J.PASS and g is not None and not tiny and not crossed:
             # elements whose terms are too small against the allowance to be resolved by it: judged on their own
             split = _split(problem, j, g, u, norm, sizes, x_seen, phi_for, tol, vs, out, comparisons,
                            terms=only is not None, trail=None if trail is None else trail.setdefault(j, []),
@@ -1491,7 +1517,7 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
                 trail.setdefault(j, []).append((u.reshape(-1), _consistent(out), _curve(out)))
             # each output alone: a backward may mishandle one output's gradient (not along a part of an input, for
             # full mode, whose confirmation before it judged each output alone)
-            if memo is not None and only is None:
+            if memo is not None and only is None and not crossed:
                 _per_output(problem, pos, u, vs, phi_for, memo, output_alone, tol, f)
             continue
         if memo is not None and only is None and out["reason"] in (J.OWN_ROUNDING, J.STAIRS):
@@ -2276,3 +2302,58 @@ def _bisect(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, phi_for:
     if not f.failed and not f.inconclusive:
         f.extra.append(_projection(f, last, "projection",
                                    "the directional check disagreed but no single element could be isolated"))
+
+
+def _uncross(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, x: torch.Tensor,
+             phi_for: Callable[..., Batched], tol: ToleranceUsed, vs: list[torch.Tensor], whole: dict[str, Any],
+             comparisons: list[dict[str, Any]], measure: Callable[[torch.Tensor, float], float | None]
+             ) -> tuple[torch.Tensor, torch.Tensor | None, dict[str, Any], float] | None:
+    """A projection along *u* that FAILED (*whole*) on an estimate whose largest steps (its "reach", times u) carry
+    elements across 0 (x_i not 0, |x_i| < reach |u_i|), judged again in two parts: the elements that Ridders' first
+    step (RIDDERS_FIRST u) does not carry across 0, at the usual steps (A); the others at steps that stay far from 0
+    (B: scale min |x_i / u_i| / (UNCROSS RIDDERS_FIRST), phi less phi(0)). At 0 an elementwise function is often not
+    smooth (|x|^p, sqrt, x |x|), and quotients whose steps cross it carry terms of the element's own size that an h^2
+    error model does not see: |x|^1.9 at (1e-7, -2e-7, 0.5), whose projection's Ridders read 7e-7 of itself off on a
+    bound of 2e-8, and a right backward FAILED in both modes, where gradcheck passes it.
+
+    A part that fails is the failure: (its u, its elements as flat indices, its judgement, its steps' scale), to be
+    localized as before. Where neither fails, the whole's failure stands (None) unless the parts' estimates together
+    contradict the whole's (they differ by more than SAFETY times their bounds and its own): that one is wrong, and
+    the parts decide: a pass where both pass ((A's u, None, A's judgement, 1.0), or B's where A is empty), else
+    inconclusive (the undecided part's; index None). A backward wrong at the elements near 0 (x |x| with the
+    gradient's sign flipped there) fails in B; one wrong where the crossing steps are right (sin x) keeps the whole's
+    failure, the parts agreeing with its estimate; and so does one whose estimate came from steps that crossed nothing
+    (Ridders shrunk to 1e-5: |x|^1.5 at (0.01, 0.001, 1e-4, 0.003), a backward 1e-8 off at 0.003)."""
+    import torch
+
+    flat_u, flat_x = u.reshape(-1), x.reshape(-1)
+    if not bool(((flat_x != 0) & (flat_x.abs() < whole["reach"] * flat_u.abs())).any()):
+        return None  # (the estimate the failure rests on crossed nothing: it stands)
+    crossing = (flat_x != 0) & (flat_x.abs() < RIDDERS_FIRST * flat_u.abs())  # (what A's own steps would cross)
+    scale_b = float((flat_x.abs() / flat_u.abs())[crossing].min()) / (UNCROSS * RIDDERS_FIRST)
+    if not scale_b > UNCROSS_FLOOR:  # (steps that small resolve nothing: the whole's evidence stands)
+        return None
+    precision = str(problem.inputs[j].dtype).removeprefix("torch.")
+    name = problem.names[j]
+    parts: list[tuple[torch.Tensor, dict[str, Any], float]] = []
+    for part_mask, scale, words in ((~crossing, 1.0, "its steps do not carry across 0"),
+                                    (crossing, scale_b, "its steps carry across 0, at steps that do not")):
+        count = int(part_mask.sum())
+        if not count:
+            continue
+        part = torch.where(part_mask.reshape(u.shape), u, 0.0)
+        g_part = torch.where(part != 0, g, 0.0)
+        gu = g_part * part
+        analytic = float(gu.sum())
+        out = judge_along(phi_for(j, part, changes=scale != 1.0), analytic, _projected(tol, part, vs), scale=scale,
+                          **_rounding(g_part, part, x, gu), precision=precision, own=partial(measure, part))
+        comparisons.append(_entry(f"{name} (the {count} element{'' if count == 1 else 's'} {words})", analytic, out))
+        if out["verdict"] == J.FAIL:
+            return part, part_mask.nonzero().flatten(), out, scale
+        parts.append((part, out, scale))
+    apart = abs(whole["numeric"] - sum(out["numeric"] for _, out, _ in parts))
+    if not apart > SAFETY * (whole["error_bound"] + sum(out["error_bound"] for _, out, _ in parts)):
+        return None
+    undecided = [p for p in parts if p[1]["verdict"] != J.PASS]
+    part, out, scale = undecided[-1] if undecided else parts[0]
+    return part, None, out, scale
