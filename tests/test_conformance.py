@@ -3578,3 +3578,56 @@ def test_a_wrong_sign_at_the_elements_near_0_still_fails(mode, d, fn, derivative
         x = torch.tensor([d, -2 * d, 0.5], dtype=F64, requires_grad=True)
         res = ga.check(Flipped.apply, (x,), mode=mode, seed=seed)
         assert res.verdict == "fail", (seed, res.report())
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_a_wrong_gradient_near_0_beside_a_large_constant_is_not_passed(mode):
+    """|x|^1.1 + 1e4 at (1e-7, -2e-7, 0.5), the gradient 10% off at the two elements near 0: the part of those
+    elements, judged at steps that do not carry them across 0, reads the constant's rounding over its small steps (an
+    allowance of 26% of its value) and passed, and the parts then overruled the whole's failure (a review). A part
+    passing coarser than the promise decides nothing: not passed, on any seed."""
+    class Near(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.abs() ** 1.1 + 1e4
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            d = 1.1 * x.abs() ** 0.1 * x.sign()
+            return g * torch.where(x.abs() < 1e-2, 1.1 * d, d)
+
+    for seed in range(4):
+        x = torch.tensor([1e-7, -2e-7, 0.5], dtype=F64, requires_grad=True)
+        res = ga.check(Near.apply, (x,), mode=mode, seed=seed)
+        assert res.verdict != "pass", (seed, res.report())
+
+
+def test_a_backward_wrong_for_one_output_alone_is_not_passed_where_every_element_is_near_0():
+    """(|x|^1.9, sin x) at 1e-7 * (1, -2, 3, -0.5, 5, -7), the backward dropping the gradient (or doubling the second
+    output's) when the first output receives none: the case each output alone is checked for. Every element crosses
+    0, so the parts judged apart are those elements alone, at small steps; their pass skipped each output alone and
+    both wrong backwards passed (a review). Parts of several outputs that all move at small steps decide nothing."""
+    def two(kind):
+        class Two(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x.abs() ** 1.9, torch.sin(x)
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                (x,) = ctx.saved_tensors
+                d1, d2 = 1.9 * x.abs() ** 0.9 * x.sign(), torch.cos(x)
+                if not bool(g1.any()):
+                    return torch.zeros_like(x) if kind == "drops" else 2 * g2 * d2
+                return g1 * d1 + g2 * d2
+
+        return Two.apply
+
+    for seed in (0, 3):
+        x = torch.tensor([1e-7 * c for c in (1, -2, 3, -0.5, 5, -7)], dtype=F64, requires_grad=True)
+        for kind in ("drops", "doubles"):
+            res = ga.check(two(kind), (x,), mode="directional", seed=seed)
+            assert res.verdict != "pass", (kind, seed, res.report())

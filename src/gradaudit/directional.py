@@ -1495,14 +1495,9 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
         crossed = False  # (every element the projection moved lies within its largest step of 0: judged by _uncross)
         if out["verdict"] == J.FAIL and g is not None and not tiny:
             uncrossed = _uncross(problem, j, g, u, x_seen, phi_for, tol, vs, out, comparisons, measure)
-            if uncrossed is not None:
-                u, index, out, scale = uncrossed
-                crossed = index is None and scale != 1.0
-                if index is None and out["verdict"] == J.INCONCLUSIVE:
-                    f.extra.append(_projection(f, out, "projection", (
-                        "vᵀJu along a random direction u, whose largest steps carry elements across 0, disagreed; "
-                        "judged apart at steps that do not, those elements' projection could not decide")))
-                    continue
+            if uncrossed is not None:  # (the parts pass, and contradict the whole's estimate)
+                u, out, scale = uncrossed
+                crossed = scale != 1.0
         if out["verdict"] == J.PASS and g is not None and not tiny and not crossed:
             # elements whose terms are too small against the allowance to be resolved by it: judged on their own
             split = _split(problem, j, g, u, norm, sizes, x_seen, phi_for, tol, vs, out, comparisons,
@@ -1576,7 +1571,7 @@ def _entry(name: str, analytic: float, out: dict[str, Any]) -> dict[str, Any]:
     """One directional comparison as info["directional"] lists it."""
     return {"input": name, "autograd": analytic,
             **{k: v for k, v in out.items()
-               if k not in ("judged", "observed", "verdict", "reason", "rounding_floor", "curve")},
+               if k not in ("judged", "observed", "verdict", "reason", "rounding_floor", "curve", "reach")},
             "verdict": J.NAMES[out["verdict"]],
             "reason": J.reason_text(out["reason"], analytic, out["numeric"], out.get("slopes"))}
 
@@ -2307,7 +2302,7 @@ def _bisect(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, phi_for:
 def _uncross(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, x: torch.Tensor,
              phi_for: Callable[..., Batched], tol: ToleranceUsed, vs: list[torch.Tensor], whole: dict[str, Any],
              comparisons: list[dict[str, Any]], measure: Callable[[torch.Tensor, float], float | None]
-             ) -> tuple[torch.Tensor, torch.Tensor | None, dict[str, Any], float] | None:
+             ) -> tuple[torch.Tensor, dict[str, Any], float] | None:
     """A projection along *u* that FAILED (*whole*) on an estimate whose largest steps (its "reach", times u) carry
     elements across 0 (x_i not 0, |x_i| < reach |u_i|), judged again in two parts: the elements that Ridders' first
     step (RIDDERS_FIRST u) does not carry across 0, at the usual steps (A); the others at steps that stay far from 0
@@ -2316,14 +2311,23 @@ def _uncross(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, x: torc
     error model does not see: |x|^1.9 at (1e-7, -2e-7, 0.5), whose projection's Ridders read 7e-7 of itself off on a
     bound of 2e-8, and a right backward FAILED in both modes, where gradcheck passes it.
 
-    A part that fails is the failure: (its u, its elements as flat indices, its judgement, its steps' scale), to be
-    localized as before. Where neither fails, the whole's failure stands (None) unless the parts' estimates together
-    contradict the whole's (they differ by more than SAFETY times their bounds and its own): that one is wrong, and
-    the parts decide: a pass where both pass ((A's u, None, A's judgement, 1.0), or B's where A is empty), else
-    inconclusive (the undecided part's; index None). A backward wrong at the elements near 0 (x |x| with the
-    gradient's sign flipped there) fails in B; one wrong where the crossing steps are right (sin x) keeps the whole's
-    failure, the parts agreeing with its estimate; and so does one whose estimate came from steps that crossed nothing
-    (Ridders shrunk to 1e-5: |x|^1.5 at (0.01, 0.001, 1e-4, 0.003), a backward 1e-8 off at 0.003)."""
+    Only where both parts pass, each on evidence that resolves the default promise (SAFETY times its bound within
+    RESOLVE of its value: :func:`_unresolved`) and not on a share of autograd's value (steps that move no output by
+    an ulp: "autograd_moved"), their values together agree with autograd's total, and their estimates together
+    contradict the whole's (they differ by more than SAFETY times their bounds and its own) is that one wrong: the
+    check passes on the parts ((A's u, A's judgement, 1.0), or B's where A is empty, for a function of one output:
+    each output alone is judged along u at the usual steps, not along B at its small ones). Anywhere else the
+    whole's failure stands, localized as before (None). Each condition is a reviewer's finding. A part that cannot
+    decide contradicts nothing (log(1 + x) - x at 1e-4, a backward 50% off: B's small steps read 1 + x's rounding,
+    and an undecided B made that failure inconclusive); a part that fails is localized by the bisection at the usual
+    steps (bisected at B's small steps, x |x| with its gradient's sign flipped near 0 was inconclusive on elements
+    too coarse to decide, where the whole had located it); a coarse part decides nothing (|x|^1.1 + 1e4 at (1e-7,
+    -2e-7, 0.5), 10% off at the two elements near 0, passed on B's allowance of 26% of its value); nor one that
+    moved no output (sign flips near 0 of the sum of |x|^1.9 passed); B's error was 13 times its bound on a sum of
+    sin x; and a B-only pass of (|x|^1.9, sin x) skipped each output alone, where a backward dropping one output's
+    gradient passed. A backward wrong where the crossing steps are right (sin x) keeps its failure, the parts
+    agreeing with the whole's estimate; and so does one whose estimate came from steps that crossed nothing (Ridders
+    shrunk to 1e-5: |x|^1.5 at (0.01, 0.001, 1e-4, 0.003), a backward 1e-8 off at 0.003)."""
     import torch
 
     flat_u, flat_x = u.reshape(-1), x.reshape(-1)
@@ -2335,8 +2339,8 @@ def _uncross(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, x: torc
         return None
     precision = str(problem.inputs[j].dtype).removeprefix("torch.")
     name = problem.names[j]
-    parts: list[tuple[torch.Tensor, dict[str, Any], float]] = []
-    for part_mask, scale, words in ((~crossing, 1.0, "its steps do not carry across 0"),
+    parts: list[tuple[torch.Tensor, dict[str, Any], float, float]] = []
+    for part_mask, scale, words in ((~crossing & (flat_u != 0), 1.0, "its steps do not carry across 0"),
                                     (crossing, scale_b, "its steps carry across 0, at steps that do not")):
         count = int(part_mask.sum())
         if not count:
@@ -2348,12 +2352,17 @@ def _uncross(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, x: torc
         out = judge_along(phi_for(j, part, changes=scale != 1.0), analytic, _projected(tol, part, vs), scale=scale,
                           **_rounding(g_part, part, x, gu), precision=precision, own=partial(measure, part))
         comparisons.append(_entry(f"{name} (the {count} element{'' if count == 1 else 's'} {words})", analytic, out))
-        if out["verdict"] == J.FAIL:
-            return part, part_mask.nonzero().flatten(), out, scale
-        parts.append((part, out, scale))
-    apart = abs(whole["numeric"] - sum(out["numeric"] for _, out, _ in parts))
-    if not apart > SAFETY * (whole["error_bound"] + sum(out["error_bound"] for _, out, _ in parts)):
-        return None
-    undecided = [p for p in parts if p[1]["verdict"] != J.PASS]
-    part, out, scale = undecided[-1] if undecided else parts[0]
-    return part, None, out, scale
+        if (out["verdict"] != J.PASS or out["numeric"] == 0.0 or "autograd_moved" in out
+                or _unresolved(out["judged"], out["error_bound"], out["numeric"], tol, precision, within=True)):
+            # a part that fails, cannot decide, passes coarser than the promise, or on a share of autograd's value
+            # (its steps moving no output by an ulp) decides nothing
+            return None
+        parts.append((part, out, scale, analytic))
+    if len(problem.outputs) > 1 and all(scale != 1.0 for _, _, scale, _ in parts):
+        return None  # (each output alone is judged at the usual steps, along u: not along B's alone)
+    numeric = sum(out["numeric"] for _, out, _, _ in parts)
+    bounds = SAFETY * sum(out["error_bound"] for _, out, _, _ in parts)
+    if (abs(sum(a for _, _, _, a in parts) - numeric) > tol.atol + tol.rtol * abs(numeric) + bounds
+            or not abs(whole["numeric"] - numeric) > bounds + SAFETY * whole["error_bound"]):
+        return None  # (the parts together must agree with autograd's total, and contradict the whole's estimate)
+    return parts[0][0], parts[0][1], parts[0][2]
