@@ -2334,6 +2334,8 @@ def _uncross(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, x: torc
     if not bool(((flat_x != 0) & (flat_x.abs() < whole["reach"] * flat_u.abs())).any()):
         return None  # (the estimate the failure rests on crossed nothing: it stands)
     crossing = (flat_x != 0) & (flat_x.abs() < RIDDERS_FIRST * flat_u.abs())  # (what A's own steps would cross)
+    if not bool(crossing.any()):  # (a reach beyond Ridders' first step: float32's quick stage, 0.078 u)
+        return None
     scale_b = float((flat_x.abs() / flat_u.abs())[crossing].min()) / (UNCROSS * RIDDERS_FIRST)
     if not scale_b > UNCROSS_FLOOR:  # (steps that small resolve nothing: the whole's evidence stands)
         return None
