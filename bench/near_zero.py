@@ -22,7 +22,6 @@ import math
 import sys
 import warnings
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +32,10 @@ BACKWARDS = {"right": (0.0, None), "off 1e-7": (1e-7, None), "off 1e-6 at the la
 TOOLS = ("gradcheck", "full", "directional")
 
 
-def _singular() -> Any:
-    """bench/singular.py, for its backward scaled by 1 + rel (at one element, or all)."""
-    spec = importlib.util.spec_from_file_location("_bench_singular", Path(__file__).with_name("singular.py"))
+def _bench(name: str) -> Any:
+    """bench/<name>.py, loaded by its path (these scripts are not a package): singular's backward scaled by 1 + rel,
+    rounding's verdict of one tool."""
+    spec = importlib.util.spec_from_file_location(f"_bench_{name}", Path(__file__).with_name(f"{name}.py"))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -54,25 +54,10 @@ def point(layout: str, d: float, seed: int) -> list[float]:
     return xs
 
 
-def verdict(tool: str, fn: Callable[[Any], Any], xs: list[float], seed: int) -> str:
-    import torch
-    from torch.autograd.gradcheck import GradcheckError
-
-    import gradaudit as ga
-
-    x = torch.tensor(xs, dtype=torch.float64, requires_grad=True)
-    if tool == "gradcheck":
-        try:
-            return "pass" if torch.autograd.gradcheck(fn, (x,)) else "fail"
-        except GradcheckError:
-            return "fail"
-        except Exception:  # noqa: BLE001 - a crash is a verdict here
-            return "error"
-    return str(ga.check(fn, (x,), mode=tool, seed=seed).verdict)
-
-
 def run(powers: list[float], distances: list[float], seeds: int, out: Path | None) -> list[dict[str, Any]]:
-    scaled = _singular().scaled
+    import torch
+
+    scaled, verdict = _bench("singular").scaled, _bench("rounding").verdict
     rows = []
     handle = out.open("w") if out else None
     try:
@@ -87,7 +72,9 @@ def run(powers: list[float], distances: list[float], seeds: int, out: Path | Non
                         row: dict[str, Any] = {"p": p, "d": d, "layout": layout, "seed": seed, "x": xs}
                         for name, (rel, at) in BACKWARDS.items():
                             fn = scaled(power, rel, at=at)
-                            row[name] = {tool: verdict(tool, fn, xs, seed) for tool in TOOLS}
+                            row[name] = {tool: verdict(tool, fn, torch.tensor(xs, dtype=torch.float64,
+                                                                               requires_grad=True), seed)
+                                         for tool in TOOLS}
                         rows.append(row)
                         if handle:
                             handle.write(json.dumps(row) + "\n")

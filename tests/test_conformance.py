@@ -3562,21 +3562,10 @@ def test_a_wrong_sign_at_the_elements_near_0_still_fails(mode, d, fn, derivative
     part of those elements, at steps that do not carry them across 0, fails (a review: when a disagreement was undecided
     wherever the other elements agreed, x|x|'s flipped sign went from fail to inconclusive, every element alone passing
     on Ridders' coarse bound)."""
-    class Flipped(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return fn(x)
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            d = g * derivative(x)
-            return torch.where(x.abs() < 1e-2, -d, d)
-
+    flipped = _hand_written(fn, lambda x: torch.where(x.abs() < 1e-2, -derivative(x), derivative(x)))
     for seed in range(4):
         x = torch.tensor([d, -2 * d, 0.5], dtype=F64, requires_grad=True)
-        res = ga.check(Flipped.apply, (x,), mode=mode, seed=seed)
+        res = ga.check(flipped, (x,), mode=mode, seed=seed)
         assert res.verdict == "fail", (seed, res.report())
 
 
@@ -3586,21 +3575,11 @@ def test_a_wrong_gradient_near_0_beside_a_large_constant_is_not_passed(mode):
     elements, judged at steps that do not carry them across 0, reads the constant's rounding over its small steps (an
     allowance of 26% of its value) and passed, and the parts then overruled the whole's failure (a review). A part
     passing coarser than the promise decides nothing: not passed, on any seed."""
-    class Near(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x.abs() ** 1.1 + 1e4
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            d = 1.1 * x.abs() ** 0.1 * x.sign()
-            return g * torch.where(x.abs() < 1e-2, 1.1 * d, d)
-
+    near = _hand_written(lambda x: x.abs() ** 1.1 + 1e4,
+                         lambda x: 1.1 * x.abs() ** 0.1 * x.sign() * torch.where(x.abs() < 1e-2, 1.1, 1.0))
     for seed in range(4):
         x = torch.tensor([1e-7, -2e-7, 0.5], dtype=F64, requires_grad=True)
-        res = ga.check(Near.apply, (x,), mode=mode, seed=seed)
+        res = ga.check(near, (x,), mode=mode, seed=seed)
         assert res.verdict != "pass", (seed, res.report())
 
 
