@@ -3610,3 +3610,19 @@ def test_a_backward_wrong_for_one_output_alone_is_not_passed_where_every_element
         for kind in ("drops", "doubles"):
             res = ga.check(two(kind), (x,), mode="directional", seed=seed)
             assert res.verdict != "pass", (kind, seed, res.report())
+
+
+@pytest.mark.parametrize("p, off", [(1.1, 1e-6), (1.9, 1e-5)])
+def test_a_bug_far_from_0_beside_elements_near_0_fails_in_directional_mode(p, off):
+    """|x|^p at (1e-8, -2e-8, 0.5): the projection's steps cross the elements near 0 (not smooth there) until Ridders
+    shrinks below 1e-8, where the outputs' rounding leaves a bound of up to 6.6e-6 of its value; a backward 1e-6 off at
+    0.5 passed directional mode on that coarse bound (full mode failed it). The element far from 0, judged alone at the
+    usual steps, resolves its term to about 1e-11: the bug fails, located at that element; the right backward
+    passes."""
+    for seed in range(4):
+        x = torch.tensor([1e-8, -2e-8, 0.5], dtype=F64, requires_grad=True)
+        res = ga.check(_power(p), (x,), mode="directional", seed=seed)
+        assert res.verdict == "pass", (seed, res.report())
+        res = ga.check(_power(p, off), (x,), mode="directional", seed=seed)
+        assert res.verdict == "fail", (seed, res.report())
+        assert [c.location.element for c in res.mismatches if c.verdict == "fail"] == [(2,)], (seed, res.report())

@@ -1505,6 +1505,11 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
                            measure=measure)
             if split is not None:
                 u, index, out = split
+            else:  # a pass too coarse for elements far from 0, whose smaller neighbours shrank its steps: those alone
+                far = _far_from_0(problem, j, g, u, norm, sizes, x_seen, phi_for, tol, vs, out, comparisons, measure,
+                                  None if trail is None else trail.setdefault(j, []))
+                if far is not None:
+                    u, index, out = far
         if out["verdict"] == J.PASS:
             if seen is not None:  # the whole projection's (elements a split judged again were resolved finer)
                 seen[j] = (u.reshape(-1), _consistent(out), out.get("rounding_floor", 0.0))  # (float64 u)
@@ -2297,6 +2302,52 @@ def _bisect(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, phi_for:
     if not f.failed and not f.inconclusive:
         f.extra.append(_projection(f, last, "projection",
                                    "the directional check disagreed but no single element could be isolated"))
+
+
+def _far_from_0(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: float, sizes: torch.Tensor,
+                x: torch.Tensor, phi_for: Callable[..., Batched], tol: ToleranceUsed, vs: list[torch.Tensor],
+                whole: dict[str, Any], comparisons: list[dict[str, Any]],
+                measure: Callable[[torch.Tensor, float], float | None],
+                trail: list[tuple[torch.Tensor, float, float]] | None
+                ) -> tuple[torch.Tensor, torch.Tensor, dict[str, Any]] | None:
+    """A projection along *u* that PASSED (*whole*) coarser than the directional promise (its allowance above SPLIT
+    of some element's typical term, :func:`_unresolved_elements`) while it moved elements that Ridders' first step
+    carries across 0 (|x_i| < RIDDERS_FIRST |u_i|, 0 included): the moved elements far from 0 (|x_i| at least
+    UNCROSS RIDDERS_FIRST |u_i|, where the usual steps stay a twentieth of their distance from 0 or less), judged
+    again alone at the usual steps, where those unresolved by it are among them. Steps that cross an element near 0
+    (|x|^p at 1e-8: not smooth there) leave Ridders undecided until they shrink below that element's distance, where
+    the outputs' rounding makes the bound coarse: |x|^1.1 at (1e-8, -2e-8, 0.5) passed on a bound of 6.6e-6 of its
+    value, and a backward 1e-6 off at 0.5 with it (and one off by 1e-7 everywhere). Along the far elements alone no
+    step comes near 0, so their projection is an ordinary one: where it FAILS, that failure is the input's (its u,
+    the elements' flat indices and its judgement, for the bisection); where it passes, its u and the error it leaves
+    possible go into *trail*; else the whole's pass stands (None), as it does where nothing is near 0 or far from it.
+    """
+    import torch
+
+    flat_u, flat_x = u.reshape(-1), x.reshape(-1)
+    moved = flat_u != 0
+    near = moved & (flat_x.abs() < RIDDERS_FIRST * flat_u.abs())
+    if not bool(near.any()):
+        return None
+    far = moved & (flat_x.abs() >= UNCROSS * RIDDERS_FIRST * flat_u.abs())
+    if not bool(_unresolved_elements(g, sizes, norm, float(whole["allowed"]), far).any()):
+        return None  # (nothing far from 0, or the whole resolves each far element to the promise already)
+    part = torch.where(far.reshape(u.shape), u, 0.0)
+    g_part = torch.where(part != 0, g, 0.0)
+    gu = g_part * part
+    analytic = float(gu.sum())
+    out = judge_along(phi_for(j, part), analytic, _projected(tol, part, vs), scale=1.0,
+                      **_rounding(g_part, part, x, gu), precision=str(problem.inputs[j].dtype).removeprefix("torch."),
+                      own=partial(measure, part))
+    count = int(far.sum())
+    comparisons.append(_entry(f"{problem.names[j]} (the {count} element{'' if count == 1 else 's'} far from 0, "
+                              "alone: the projection before was coarse, its steps shrunk by elements near 0)",
+                              analytic, out))
+    if out["verdict"] == J.FAIL:
+        return part, far.nonzero().flatten(), out
+    if out["verdict"] == J.PASS and trail is not None:
+        trail.append((part.reshape(-1), _consistent(out), _curve(out)))
+    return None
 
 
 def _uncross(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, x: torch.Tensor,
