@@ -3626,3 +3626,20 @@ def test_a_bug_far_from_0_beside_elements_near_0_fails_in_directional_mode(p, of
         res = ga.check(_power(p, off), (x,), mode="directional", seed=seed)
         assert res.verdict == "fail", (seed, res.report())
         assert [c.location.element for c in res.mismatches if c.verdict == "fail"] == [(2,)], (seed, res.report())
+
+
+def test_a_directional_pass_coarser_than_its_promise_says_so():
+    """|x|^1.1 at (1e-8, -2e-8, 0.5), its backward right: the elements near 0 are resolved by no projection to 1e-6 of
+    their typical term (the projection along all three passes on an allowance of about 1e-5 of it, the far element's
+    own projection does not move them). The pass said "directional mode resolves about 1e-6 of an element's typical
+    term", which is not so here: the record says how many elements are left coarser and how coarse. Where every
+    element is resolved (the same power at (0.3, -0.7, 0.5)), the usual words stand."""
+    x = torch.tensor([1e-8, -2e-8, 0.5], dtype=F64, requires_grad=True)
+    res = ga.check(_power(1.1), (x,), mode="directional")
+    assert res.verdict == "pass", res.report()
+    reason = res.records[0].reason
+    assert "2 of them no projection resolved to 1e-6 of an element's typical term" in reason, reason
+    ratio = float(reason.split("was up to ")[1].split(" of it")[0])
+    assert 1e-6 < ratio < 1e-3, reason
+    res = ga.check(_power(1.1), (torch.tensor([0.3, -0.7, 0.5], dtype=F64, requires_grad=True),), mode="directional")
+    assert res.verdict == "pass" and "resolves about 1e-6 of an element's typical term" in res.records[0].reason

@@ -1536,6 +1536,12 @@ def _summary(f: Findings, mode: str = "full", coarse: tuple[str, float] | None =
                     f"the allowance (on {coarse[0]} evidence the projections accepted differences up to "
                     f"{coarse[1]:.2g} of their value: a backward off by less than that may pass; mode='full' judges "
                     f"every entry){held}")
+        if mode == "directional" and f.total and f.coarse is not None:
+            count, ratio = f.coarse
+            return (f"{plural(f.total, 'value')} judged through projections vᵀJu along random directions, all within "
+                    f"the allowance; {count} of them no projection resolved to 1e-6 of an element's typical term (the "
+                    f"finest allowance there was up to {ratio:.2g} of it: a backward off there by less than that may "
+                    f"pass; mode='full' judges every entry){held}")
         if mode == "directional" and f.total:
             return f"{plural(f.total, 'value')} {DIRECTIONAL_PASS}{held}"
         return f"{plural(f.total, 'value')} compared, all within the allowance{held}"

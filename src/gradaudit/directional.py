@@ -1466,6 +1466,10 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
             out = judge_along(phi_for(j, u, memo=memo), analytic, _projected(tol, u, vs), scale=1.0,
                               **rounding, precision="float64", own=partial(measure, u))
             gu = None
+            if out["verdict"] == J.PASS and g is not None and only is None:  # (as _left_coarse: u is +-max(1, |x|))
+                typical = max(abs(g.item()) * max(abs(x.item()), 1.0), 1.0)
+                if typical * SPLIT < float(out["allowed"]):
+                    f.coarse = (1, float(out["allowed"]) / typical)
         elif f.held is None:
             sizes = x.abs()  # every element finite: _sizes(x)
             x_seen, sizes = x, (sizes if sizes.dtype == torch.float64 else sizes.to(torch.float64)).clamp_min_(1.0)
@@ -1500,16 +1504,19 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
                 crossed = scale != 1.0
         if out["verdict"] == J.PASS and g is not None and not tiny and not crossed:
             # elements whose terms are too small against the allowance to be resolved by it: judged on their own
+            passed: list[tuple[torch.Tensor, float]] = []  # (the parts that passed: elements, allowance)
             split = _split(problem, j, g, u, norm, sizes, x_seen, phi_for, tol, vs, out, comparisons,
                            terms=only is not None, trail=None if trail is None else trail.setdefault(j, []),
-                           measure=measure)
+                           measure=measure, passed=passed)
             if split is not None:
                 u, index, out = split
             else:  # a pass too coarse for elements far from 0, whose smaller neighbours shrank its steps: those alone
                 far = _far_from_0(problem, j, g, u, norm, sizes, x_seen, phi_for, tol, vs, out, comparisons, measure,
-                                  None if trail is None else trail.setdefault(j, []))
+                                  None if trail is None else trail.setdefault(j, []), passed)
                 if far is not None:
                     u, index, out = far
+                elif only is None:  # the pass stands: where it, and its parts, resolve an element coarser than the
+                    f.coarse = _left_coarse(g, sizes, norm, u, float(out["allowed"]), passed)  # promise, say so
         if out["verdict"] == J.PASS:
             if seen is not None:  # the whole projection's (elements a split judged again were resolved finer)
                 seen[j] = (u.reshape(-1), _consistent(out), out.get("rounding_floor", 0.0))  # (float64 u)
@@ -1619,7 +1626,8 @@ def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: flo
            seen: torch.Tensor, phi_for: Callable[..., Batched], tol: ToleranceUsed, vs: list[torch.Tensor],
            whole: dict[str, Any], comparisons: list[dict[str, Any]], terms: bool = False,
            trail: list[tuple[torch.Tensor, float, float]] | None = None,
-           measure: Callable[[torch.Tensor, float], float | None] | None = None
+           measure: Callable[[torch.Tensor, float], float | None] | None = None,
+           passed: list[tuple[torch.Tensor, float]] | None = None
            ) -> tuple[torch.Tensor, torch.Tensor, dict[str, Any]] | None:
     """A passing projection vᵀJu is a sum; its allowance (rtol of the sum plus the evidence's bound) can
     exceed what an element with a small term contributes, which may then be wrong by far more than the
@@ -1629,7 +1637,8 @@ def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: flo
     SPLITS times, while they are a proper part of the elements judged. With *terms* (full mode's confirmation
     along columns it could not resolve), an element is unresolved when RESOLVE of its own term |g_i u_i| is
     below the allowance. Returns the restricted u, its elements (flat indices) and the judgement where one
-    disagreed, else None. Into *trail*: each part that agreed, its u and the error its evidence leaves possible."""
+    disagreed, else None. Into *trail*: each part that agreed, its u and the error its evidence leaves possible; into
+    *passed*: its elements (a flat mask) and its allowance (:func:`_left_coarse`)."""
     import torch
 
     allowed = float(whole["allowed"])
@@ -1659,6 +1668,8 @@ def _split(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm: flo
             return part, flagged.nonzero().flatten(), out
         if trail is not None:
             trail.append((part.reshape(-1), _consistent(out), _curve(out)))
+        if passed is not None:
+            passed.append((flagged, float(out["allowed"])))
         active, allowed = flagged, float(out["allowed"])
     return None
 
@@ -2308,7 +2319,7 @@ def _far_from_0(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm
                 x: torch.Tensor, phi_for: Callable[..., Batched], tol: ToleranceUsed, vs: list[torch.Tensor],
                 whole: dict[str, Any], comparisons: list[dict[str, Any]],
                 measure: Callable[[torch.Tensor, float], float | None],
-                trail: list[tuple[torch.Tensor, float, float]] | None
+                trail: list[tuple[torch.Tensor, float, float]] | None, passed: list[tuple[torch.Tensor, float]]
                 ) -> tuple[torch.Tensor, torch.Tensor, dict[str, Any]] | None:
     """A projection along *u* that PASSED (*whole*) coarser than the directional promise (its allowance above SPLIT
     of some element's typical term, :func:`_unresolved_elements`) while it moved elements that Ridders' first step
@@ -2320,8 +2331,8 @@ def _far_from_0(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm
     value, and a backward 1e-6 off at 0.5 with it (and one off by 1e-7 everywhere). Along the far elements alone no
     step comes near 0, so their projection is an ordinary one: where it FAILS, that failure is the input's (its u,
     the elements' flat indices and its judgement, for the bisection); where it passes, its u and the error it leaves
-    possible go into *trail*; else the whole's pass stands (None), as it does where nothing is near 0 or far from it.
-    """
+    possible go into *trail* (and its elements and allowance into *passed*); else the whole's pass stands (None), as it
+    does where nothing is near 0 or far from it."""
     import torch
 
     flat_u, flat_x = u.reshape(-1), x.reshape(-1)
@@ -2345,9 +2356,31 @@ def _far_from_0(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm
                               analytic, out))
     if out["verdict"] == J.FAIL:
         return part, far.nonzero().flatten(), out
-    if out["verdict"] == J.PASS and trail is not None:
-        trail.append((part.reshape(-1), _consistent(out), _curve(out)))
+    if out["verdict"] == J.PASS:
+        passed.append((far, float(out["allowed"])))
+        if trail is not None:
+            trail.append((part.reshape(-1), _consistent(out), _curve(out)))
     return None
+
+
+def _left_coarse(g: torch.Tensor, sizes: torch.Tensor, norm: float, u: torch.Tensor, allowed: float,
+                 passed: list[tuple[torch.Tensor, float]]) -> tuple[int, float] | None:
+    """After a pass along *u* with allowance *allowed* (and the parts of it that passed, *passed*: their elements as
+    flat masks and their allowances): the moved elements that no passing projection resolved to SPLIT of their
+    typical term (:func:`_unresolved_elements`), where the directional promise does not hold. Their count and the
+    largest of their finest allowances over their typical terms (a backward off there by less may pass), or None."""
+    import torch
+
+    if SPLIT / norm >= allowed and all(SPLIT / norm >= a for _, a in passed):
+        return None  # (every element's typical term is at least 1 / norm: each is resolved by every projection)
+    moved = u.reshape(-1) != 0
+    finest = torch.full(moved.shape, math.inf, dtype=torch.float64).masked_fill_(moved, allowed)
+    for mask, a in passed:
+        finest = torch.where(mask, finest.clamp_max(a), finest)
+    typical = (g.reshape(-1).abs() * sizes.reshape(-1)).clamp_min_(1.0).div_(norm)
+    left = moved & (typical * SPLIT < finest)
+    count = int(left.sum())
+    return (count, float((finest / typical)[left].max())) if count else None
 
 
 def _uncross(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, x: torch.Tensor,

@@ -92,6 +92,9 @@ class Findings:
     held: torch.Tensor | None = None  # flat input elements that are not finite: held fixed, never judged
     not_checked: str = ""  # what the report says of them
     gave_none: bool = False  # autograd's gradient of this input is None (the output does not depend on it)
+    # a directional pass: the moved elements no passing projection resolved to 1e-6 of their typical term, and the
+    # largest of their finest allowances over that term (directional._left_coarse); None where the promise holds
+    coarse: tuple[int, float] | None = None
     beyond: bool = False  # a quick stage accepted an entry beyond the tolerance, on its bound alone (full._beyond)
     # entries a quick stage accepted with a difference above SEEN RESOLVE of them: per chunk, the output and the
     # flat rows, columns, differences and autograd's entries (full._seen; full._unresolved_terms reads them), as
