@@ -3663,3 +3663,35 @@ def test_elements_far_from_0_judged_alone_do_not_fail_a_right_backward_near_anot
                                    [1e-8, 0.5, 0.5 + 1e-7, -2e-8], "directional", 3)}[case]
     res = ga.check(fn, (torch.tensor(xs, dtype=F64, requires_grad=True),), mode=mode, seed=seed)
     assert res.verdict == "pass", res.report()
+
+
+@pytest.mark.parametrize("scale", [1e-5, 1e-6])
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_a_sign_flip_of_a_small_gradient_fails_where_the_estimate_is_within_its_own_bound(mode, scale):
+    """x|x| at ten elements drawn in [-scale, scale], its gradient 2|x| given with the wrong sign: Ridders' steps from
+    1e-2 cross every element, and its estimate (-6.9e-5 for a true -9.9e-6) came with a bound larger than itself, which
+    no relative promise applies to (it may be 0), and autograd's +9.9e-6 passed within it, in both modes (gradcheck
+    fails it at 1e-5). Such a pass is judged again on the one-sided slopes, from steps below the elements' distance
+    from 0, where they agree with each other and with those from steps 16 times larger: they read -9.9e-6, and the
+    flip fails; the right backward passes. (At 1e-7 the larger steps cross elements, and some flips still pass.)"""
+    for seed in range(3):
+        x = scale * (2 * torch.rand(10, generator=torch.Generator().manual_seed(seed), dtype=F64) - 1)
+        right = _hand_written(lambda x: x * x.abs(), lambda x: 2 * x.abs())
+        flipped = _hand_written(lambda x: x * x.abs(), lambda x: -2 * x.abs())
+        res = ga.check(right, (x.clone().requires_grad_(),), mode=mode, seed=seed)
+        assert res.verdict == "pass", (seed, res.report())
+        res = ga.check(flipped, (x.clone().requires_grad_(),), mode=mode, seed=seed)
+        assert res.verdict == "fail", (seed, res.report())
+
+
+@pytest.mark.parametrize("c", [1.0, 1e4])
+def test_a_right_backward_of_x_abs_x_plus_a_constant_is_not_failed_by_the_slopes(c):
+    """x|x| + c at ten elements within 1e-6 or 1e-5 of 0 (a review's repros): refining Ridders' blurred pass from
+    smaller steps, whose tableaux straddle the elements' kinks, FAILED these right backwards; the slopes, where they
+    agree, read autograd's value within their rounding, and the pass stands."""
+    for scale, draw, mode, seed in [(1e-6, 4, "directional", 1), (1e-6, 4, "full", 1), (1e-6, 10, "directional", 5),
+                                    (1e-5, 4, "directional", 1), (1e-5, 7, "full", 4), (1e-5, 0, "full", 6)]:
+        g = torch.Generator().manual_seed(draw)
+        x = (scale * (2 * torch.rand(10, generator=g, dtype=F64) - 1)).requires_grad_()
+        res = ga.check(lambda x: x * x.abs() + c, (x,), mode=mode, seed=seed)
+        assert res.verdict == "pass", (scale, draw, mode, seed, res.report())

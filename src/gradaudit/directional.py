@@ -688,6 +688,19 @@ def judge_along(phi_many: Batched, analytic: float, tol: ToleranceUsed, *, scale
         result.update(numeric=rejecting.value, error_bound=bound, reach=2 * rejecting.h,
                       scheme=f"{_scheme(rejecting)}, and again at 3/4 of the steps (finer than Ridders' from 1e-2 on "
                              "float32 inputs)")
+    if ("autograd_moved" not in result
+            and _blurred(judged, result["error_bound"], result["numeric"], obs, dot_rounding, tol, precision)
+            # (and where slopes from their largest step could resolve 1e-3 of autograd's value: else they are not
+            # measured, as for a value that is the backward's own rounding, 3e-16 beside outputs of order one, where
+            # multi_head_attention_forward's ten inputs spent 160 evaluations on slopes that could decide nothing)
+            and KINK_REL * abs(obs) > 10 * (EPS64 * _unit(phi_many) * quick.size + perturbation) / (SLOPE_CAP * scale)):
+        # a pass on an estimate that cannot tell the derivative from 0, nor autograd's value: the one-sided slopes,
+        # from steps far smaller than Ridders' (sqrt(eps) of the scale), are the evidence where they agree with each
+        # other (no kink at their scale) and are not flat (a staircase). x|x| with its gradient's sign flipped at ten
+        # elements within 1e-5 of 0 passed both modes on Ridders' -6.9e-5 +- 7.1e-5 (the truth -9.9e-6, autograd's
+        # +9.9e-6; gradcheck fails it); the slopes read -9.9e-6 to 1e-16. Only a failure is taken from them
+        judged, pair = _by_slopes(phi_many, result, judged, obs, tol, dot_rounding, natural, precision, scale,
+                                  perturbation, pair, 1.5 * (EPS64 * _unit(phi_many) * quick.size + perturbation))
     coarse = _unresolved(judged, result["error_bound"], result["numeric"], tol, precision)
     # a pass whose bound holds the value itself, which is not 0: judged absolutely, against the derivative's natural
     # size, unless the slopes show a staircase
@@ -1081,13 +1094,76 @@ def _unresolved(judged: J.Judged, err: float, value: float, tol: ToleranceUsed, 
             and wide > RESOLVE * abs(value))  # does, as the caller knows: a staircase's slope is not zero)
 
 
-def _blurred(judged: J.Judged, err: float, value: float, obs: float, tol: ToleranceUsed, precision: str) -> bool:
+def _blurred(judged: J.Judged, err: float, value: float, obs: float, dot_rounding: float, tol: ToleranceUsed,
+             precision: str) -> bool:
     """A pass on an estimate within its own bound (SAFETY times it at least |value|: the evidence cannot tell the
-    derivative from 0, nor its sign) that does not resolve RESOLVE of autograd's value either: which _unresolved
-    exempts, as the derivative may be 0."""
+    derivative from 0, nor its sign) that does not resolve RESOLVE of autograd's value either, which is more than its
+    own rounding (*dot_rounding*): :func:`_unresolved` exempts it (the derivative may be 0), and so it is not refined
+    from smaller steps."""
     wide = SAFETY * err
     return (int(judged.verdict) == J.PASS and tol.default and precision == "float64" and abs(value) <= wide
-            and wide > RESOLVE * abs(obs))
+            and abs(obs) > dot_rounding and wide > RESOLVE * abs(obs))
+
+
+#: the one-sided slopes decide a blurred pass (:func:`_by_slopes`) only where they see at least this share of autograd's
+#: value: a term absorbed whole into a large constant leaves them about 0
+SLOPES_SEEN = 0.1
+#: ... and where slopes from steps this many times larger agree with them
+SLOPES_AGAIN = 16.0
+
+
+def _by_slopes(phi_many: Batched, result: dict[str, Any], judged: J.Judged, obs: float, tol: ToleranceUsed,
+               dot_rounding: float, natural: float, precision: str, scale: float, perturbation: float,
+               pair: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None, rounding: float
+               ) -> tuple[J.Judged, tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None]:
+    """A pass that :func:`_blurred` holds, judged again on the one-sided slopes (their mean, its bound their
+    rounding and truncation and half their difference) where they agree with each other within those and are not
+    both 0; a failure there is the verdict (the result's value, bound and scheme then the slopes'), anything else
+    leaves the pass as it was. The slopes are measured (or taken, *pair*) at sqrt(eps) of the scale, from larger
+    steps where their rounding exceeds a tenth of autograd's value. A failure there stands only beyond the rounding
+    phi shows at larger moves (:func:`_stairs`, over the slopes' step): slopes across stairs agree exactly where the
+    stairs fall alike on both sides ((x|x| + 100) - 100: 184 stairs of 100's ulp per step on each side, 0.06% off the
+    true slope, their rounding model blind to the 100 inside; a right backward FAILED, a review). Returns the
+    judgement and the slopes where they decided, else *pair* as it was (what follows in judge_along reads the slopes
+    it measured itself). *rounding*: phi's rounding the bound counts, as _stairs takes it."""
+    given = pair
+    if pair is None:
+        pair, used = _one_sided(phi_many, EPS64 ** 0.5 * scale, perturbation, SLOPE_ROUNDING * abs(obs),
+                                SLOPE_CAP * scale)
+        result["evaluations"] += used
+    left, right, noise, trunc = (float(v) for v in pair[:4])
+    if not (math.isfinite(left) and math.isfinite(right) and math.isfinite(noise) and math.isfinite(trunc)):
+        return judged, given
+    if (left == 0.0 and right == 0.0) or abs(left - right) > 2 * (noise + trunc):
+        return judged, given  # (a staircase, or a kink at the slopes' scale: they decide nothing)
+    mid, bound = (left + right) / 2, noise + trunc + abs(left - right) / 2
+    if not (abs(obs - mid) > KINK_REL * max(abs(obs), abs(mid)) and abs(mid) >= SLOPES_SEEN * abs(obs)):
+        # only a gross disagreement (beyond 1e-3 of the value: a sign, a factor), with a slope of autograd's size
+        # seen: stairs of a constant inside ((x|x| + 100) - 100) left the slopes 6e-4 off, and a term absorbed whole
+        # (x|x| + 1e8 - 1e8, its values never moving) reads a slope of about 0 (a review: right backwards FAILED)
+        return judged, given
+    redo = J.judge(obs, mid, tol, observed_bound=dot_rounding, reference_bound=bound, scale=natural,
+                   precision=precision)
+    if int(redo.verdict) != J.FAIL:
+        return judged, given
+    # and the same from steps 16 times larger, within both bounds: slopes across stairs of a constant inside ((x|x| + 1)
+    # - 1 at 1e-6: 136 stairs of 1's ulp per step) are off by a stair over the step, which their rounding model, blind
+    # to the constant, does not count, and which the larger steps divide by 16 (a right backward FAILED, a review)
+    again, used = _one_sided(phi_many, SLOPES_AGAIN * EPS64 ** 0.5 * scale, perturbation, SLOPE_ROUNDING * abs(obs),
+                             SLOPE_CAP * scale)
+    result["evaluations"] += used
+    left2, right2, noise2, trunc2 = (float(v) for v in again[:4])
+    bound2 = noise2 + trunc2 + abs(left2 - right2) / 2
+    if not (math.isfinite(left2) and math.isfinite(right2) and math.isfinite(bound2)
+            and abs(left2 - right2) <= 2 * (noise2 + trunc2)
+            and abs((left2 + right2) / 2 - mid) <= SAFETY * (bound + bound2)):
+        return judged, given
+    result.update(numeric=mid, error_bound=bound, slopes=(left, right),
+                  scheme=f"{result['scheme']}; its estimate within its own bound, the one-sided slopes ({left:.6g}, "
+                         f"{right:.6g}) decide")
+    # (over the smallest step the slopes take: their rounding there is the largest, and a stair is read as such)
+    return _stairs(phi_many, result, redo, obs, tol, dot_rounding, natural, precision, EPS64 ** 0.5 * scale, scale,
+                   rounding), pair
 
 
 def _scalar_preamble(x: torch.Tensor, u: torch.Tensor, g: torch.Tensor | None
