@@ -2408,17 +2408,18 @@ def _far_from_0(problem: Problem, j: int, g: torch.Tensor, u: torch.Tensor, norm
                 trail: list[tuple[torch.Tensor, float, float]] | None, passed: list[tuple[torch.Tensor, float]]
                 ) -> tuple[torch.Tensor, torch.Tensor, dict[str, Any]] | None:
     """A projection along *u* that PASSED (*whole*) coarser than the directional promise (its allowance above SPLIT
-    of some element's typical term, :func:`_unresolved_elements`) while it moved elements that Ridders' first step
-    carries across 0 (|x_i| < RIDDERS_FIRST |u_i|, 0 included): the moved elements far from 0 (|x_i| at least
-    UNCROSS RIDDERS_FIRST |u_i|, where the usual steps stay a twentieth of their distance from 0 or less), judged
-    again alone at the usual steps, where those unresolved by it are among them. Steps that cross an element near 0
-    (|x|^p at 1e-8: not smooth there) leave Ridders undecided until they shrink below that element's distance, where
-    the outputs' rounding makes the bound coarse: |x|^1.1 at (1e-8, -2e-8, 0.5) passed on a bound of 6.6e-6 of its
-    value, and a backward 1e-6 off at 0.5 with it (and one off by 1e-7 everywhere). Along the far elements alone no
-    step comes near 0, so their projection is an ordinary one: where it FAILS, that failure is the input's (its u,
-    the elements' flat indices and its judgement, for the bisection); where it passes, its u and the error it leaves
-    possible go into *trail* (and its elements and allowance into *passed*); else the whole's pass stands (None), as it
-    does where nothing is near 0 or far from it."""
+    of some element's typical term, :func:`_unresolved_elements`) on Ridders restarted from smaller steps ("shrunk")
+    while it moved elements that Ridders' first step carries across 0 (|x_i| < RIDDERS_FIRST |u_i|, 0 included): the
+    moved elements far from 0 (|x_i| at least UNCROSS RIDDERS_FIRST |u_i|, where the usual steps stay a twentieth of
+    their distance from 0 or less), judged again alone at the usual steps, where those unresolved by it are among
+    them. Steps that cross an element near 0 (|x|^p at 1e-8: not smooth there) leave Ridders undecided until they
+    shrink below that element's distance, where the outputs' rounding makes the bound coarse: |x|^1.1 at (1e-8, -2e-8,
+    0.5) passed on a bound of 6.6e-6 of its value, and a backward 1e-6 off at 0.5 with it (and one off by 1e-7
+    everywhere). Along the far elements alone no step comes near 0, so their projection is an ordinary one: where it
+    FAILS, and Ridders from a first step ten times smaller fails too on an estimate within both bounds, that failure
+    is the input's (its u, the elements' flat indices and its judgement, for the bisection); where it passes, its u
+    and the error it leaves possible go into *trail* (and its elements and allowance into *passed*); else the whole's
+    pass stands (None), as it does where nothing is near 0 or far from it."""
     import torch
 
     if not whole.get("shrunk"):
