@@ -3,6 +3,7 @@
     python bench/paired.py --base cb00477                   # the working tree against a commit, auto mode
     python bench/paired.py --base HEAD --mode directional --max-jac 1e4
     python bench/paired.py --base HEAD --new HEAD           # A/A: the harness's own bias (reads about 1.00)
+    python bench/paired.py --base HEAD --slow               # and list the cases over 1.5x the anchor's time
 
 A sweep (``bench/opinfo.py``) measures one version at a time, and the millisecond calls of small cases
 spread by several percent from sweep to sweep on a shared machine: a change worth 5% cannot be told from
@@ -74,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=6, help="calls per tool and case (default 6)")
     parser.add_argument("--ops", default=None, help="comma-separated OpInfo names (default: every op)")
     parser.add_argument("--fingerprint", action="store_true", help="first compare verdicts and evaluations")
+    parser.add_argument("--slow", action="store_true",
+                        help="list the cases over 1.5x the anchor's time in either version, with both ratios")
     args = parser.parse_args(argv)
 
     import torch
@@ -180,6 +183,12 @@ def _run(args: argparse.Namespace, base: Any, new: Any, op_db: list[Any], opinfo
     print(f"\nnew against base, paired per case (> 1: new faster): median {statistics.median(speed):.3f}, "
           f"quartiles {statistics.quantiles(speed, n=4)[0]:.3f} and {statistics.quantiles(speed, n=4)[2]:.3f}"
           if len(speed) > 1 else f"\nnew against base: {speed[0]:.3f}")
+    if args.slow:
+        slow = [(label, t) for label, t in rows if max(t["base"], t["new"]) > 1.5 * t["anchor"]]
+        print(f"\n| case over 1.5x {anchor}'s time in either version | base / {anchor} | new / {anchor} |")
+        print("|---|---:|---:|")
+        for label, t in sorted(slow, key=lambda row: -row[1]["new"] / row[1]["anchor"]):
+            print(f"| `{label}` | {t['base'] / t['anchor']:.2f} | {t['new'] / t['anchor']:.2f} |")
     return status
 
 

@@ -915,10 +915,21 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
         def undecided_by_rounding(f: Findings) -> bool:
             return any(c.verdict == "inconclusive" and c.reason.startswith(rounding) for c in f.comparisons())
 
+        # per input, its own projection's direction and the outputs its quick stage evaluated (directional's memos):
+        # an input given no gradient, confirmed on its own first (confirm_alone), is not evaluated again there when the
+        # whole confirmation follows and judges it on its own along the same direction
+        memos: dict[int, tuple[torch.Tensor, dict[tuple[float, ...], Any]]] = {}
+        lone: list[dict[str, Any]] = []  # the comparisons of those own projections, as listed
+
         def confirm(j: int) -> bool:  # the directional confirmation, run only where full mode needs it
             if not confirmed:
+                listed = info.setdefault("directional", [])
+                before = len(listed)
                 confirmed.update(directional(problem, _stream(seed, "directional"), tol, info, vs=vs,
-                                             grads=grads, localize=False, seen=views, trail=trail))
+                                             grads=grads, localize=False, seen=views, trail=trail, memos=memos))
+                for entry in lone:  # made again, the same, by the whole confirmation: listed once, there
+                    if entry in listed[before:]:
+                        listed.remove(entry)
             # undecided for autograd's own rounding: as a disagreement, every column is judged by Ridders, where each
             # entry's own rounding is measured alone. One element's residue times its large step (softmax(x + c)'s c
             # at 1e8) is the whole projection's rounding, and hid another element's leak of 1e-9 that no rounding
@@ -926,6 +937,19 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
             # the function's rounding at larger moves (J.STAIRS): one element's (K sin(x0 + 1e5), K = 1e7) hid a
             # backward 1% off at another, and the quick stage's pass stood (a review)
             return confirmed[j].verdict == "fail" or undecided_by_rounding(confirmed[j])
+
+        def confirm_alone(j: int) -> bool:
+            """Whether input j's own projection, as the confirmation makes it after the joint one, passes: then it
+            decides for an input asking only for its silence. Otherwise its comparison is withdrawn (its evaluations
+            stay counted) and the whole confirmation, which makes it again, decides."""
+            listed = info.setdefault("directional", [])
+            before = len(listed)
+            if directional(problem, _stream(seed, "directional"), tol, info, vs=vs, grads=grads, localize=False,
+                           alone=j, memos=memos)[j].verdict == "pass":
+                lone.extend(listed[before:])
+                return True
+            del listed[before:]
+            return False
 
         def along(j: int, still: torch.Tensor, which: str, judged_by: ToleranceUsed) -> Findings:
             """The confirmation of input j with its elements *still* held where they are."""
@@ -1068,7 +1092,7 @@ def _gather(problem: Problem, mode: str, tol: ToleranceUsed, info: Info, seed: i
             return count
 
         found = full(problem, lambda: _generator(seed, "full"), tol, info, confirm, grads, vs, confirm_without,
-                     confirm_along, left_open, confirm_open)
+                     confirm_along, left_open, confirm_open, confirm_alone)
         for j, f in found.items():
             if j in disagreed and f.verdict == "pass":
                 f.extra += disagreed[j].extra  # the projection along those columns disagrees though no entry does

@@ -1456,7 +1456,10 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
                 grads: tuple[torch.Tensor | None, ...], localize: bool = True,
                 only: tuple[int, torch.Tensor, str] | None = None,
                 seen: dict[int, tuple[torch.Tensor, float, float]] | None = None,
-                trail: dict[int, list[tuple[torch.Tensor, float, float]]] | None = None) -> dict[int, Findings]:
+                trail: dict[int, list[tuple[torch.Tensor, float, float]]] | None = None,
+                alone: int | None = None,
+                memos: dict[int, tuple[torch.Tensor, dict[tuple[float, ...], Any]]] | None = None
+                ) -> dict[int, Findings]:
     """Judge vᵀJ_j u_j against the numeric derivative along u_j per input; localize disagreements by
     bisection (when *localize*). *vs* are the output weights, *grads* vᵀJ at these inputs. With *only*
     (j, still, which): input j alone, its elements where *still* is True left where they are (u is 0 there, as
@@ -1466,7 +1469,12 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
     whose 1e-8 that does not exclude) and the outputs' own rounding in its bound (judge_along's
     "rounding_floor"). Into *trail*, for each input, every projection that agreed (a split's parts too): its u, that
     possible error and its truncation (:func:`_curve`), from which full mode says which entries no evidence resolved
-    to 1e-8."""
+    to 1e-8. With *alone* (one input of several): that input's own check only, as it follows the joint projection
+    of every input (the same direction, the same steps), without that projection or the other inputs' checks:
+    full mode's confirmation of an input autograd gives no gradient, whose other inputs nothing asked to confirm.
+    With *memos* (shared by the calls of one check): per input, the direction of its own projection and the outputs
+    its quick stage evaluated there; a later call projecting that input along the same direction reads them, not
+    evaluating them again (the function is deterministic: the check's re-run proved it)."""
     import torch
 
     evals = [0]
@@ -1499,6 +1507,7 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
     several = len(problem.diff) > 1 and only is None  # (then a factor per input is drawn after the directions)
     counts = [problem.inputs[j].numel() for j in drawn]
     kept = stream.first(sum(counts) + (len(problem.diff) if several else 0))
+    several = several and alone is None  # (alone: the same draws, the factors not used)
     if kept is not None:  # a few elements: the stream's first draws, as the generator below gives them
         draws, offset = [], 0
         for j, count in zip(drawn, counts):
@@ -1529,7 +1538,7 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
                 return found
             joint = {j: found[j] for j in again}  # judged on their own below, as they would be without the others
     for pos, j in enumerate(problem.diff):
-        if (only is not None and j != only[0]) or (joint is not None and j not in joint):
+        if (only is not None and j != only[0]) or (joint is not None and j not in joint) or alone not in (None, j):
             continue
         x = problem.inputs[j].detach()
         f = found[j] = Findings(j, problem.names[j], tuple(x.shape), [tuple(o.shape) for o in problem.outputs])
@@ -1549,7 +1558,8 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
         measure = own_rounding(problem, j, list(vs), given)  # (measured only where a projection would fail)
         if tiny:  # one element, scalar outputs: the same arithmetic in Python floats (see _scalar_preamble)
             u, analytic, rounding = _scalar_preamble(x, u, g)
-            out = judge_along(phi_for(j, u, memo=memo), analytic, _projected(tol, u, vs), scale=1.0,
+            mine, memo = _own_memo(memos, j, u, memo)
+            out = judge_along(phi_for(j, u, memo=mine), analytic, _projected(tol, u, vs), scale=1.0,
                               **rounding, precision="float64", own=partial(measure, u))
             gu = None
             if out["verdict"] == J.PASS and g is not None and only is None:  # (as _left_coarse: u is +-max(1, |x|))
@@ -1574,7 +1584,8 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
                 u = u.div_(norm).mul_(sizes)  # u / |u| * sizes: u is ours
             gu = None if g is None else g * u
             analytic = 0.0 if gu is None else float(gu.sum())
-            out = judge_along(phi_for(j, u, memo=memo), analytic, _projected(tol, u, vs), scale=1.0,
+            mine, memo = _own_memo(memos, j, u, memo) if only is None else (memo, memo)
+            out = judge_along(phi_for(j, u, memo=mine), analytic, _projected(tol, u, vs), scale=1.0,
                               **_rounding(g, u, x_seen, gu), precision=str(x.dtype).removeprefix("torch."),
                               own=partial(measure, u))
         scale = 1.0
@@ -1663,6 +1674,25 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
                 "directional comparisons)")
     info["evaluations"] = info.get("evaluations", 0) + evals[0]
     return found
+
+
+def _own_memo(memos: dict[int, tuple[torch.Tensor, dict[tuple[float, ...], Any]]] | None, j: int, u: torch.Tensor,
+              memo: dict[tuple[float, ...], Any] | None
+              ) -> tuple[dict[tuple[float, ...], Any] | None, dict[tuple[float, ...], Any] | None]:
+    """The memo input j's own projection along *u* evaluates through, and *memo* after it (several outputs: the
+    same one, which each output alone reads too): with *memos* (:func:`directional`), the one an earlier call of the
+    check filled along the same u, else a new one kept there; without, *memo*."""
+    import torch
+
+    if memos is None:
+        return memo, memo
+    entry = memos.get(j)
+    if entry is not None and entry[0].shape == u.shape and bool(torch.equal(entry[0], u)):
+        mine = entry[1]
+    else:
+        mine = memo if memo is not None else {}
+        memos[j] = (u.clone(), mine)
+    return mine, (mine if memo is not None else None)
 
 
 def _entry(name: str, analytic: float, out: dict[str, Any]) -> dict[str, Any]:

@@ -100,6 +100,9 @@ class Findings:
     # flat rows, columns, differences and autograd's entries (full._seen; full._unresolved_terms reads them), as
     # tensors or, from a block judged in Python floats, as lists (full._seen_values)
     seen: list[Seen] = field(default_factory=list)
+    # a quick stage accepted an entry whose difference exceeds the entry itself (autograd's 0, or a block it gives as
+    # None, where the differences read more than 0): the evidence does not show the entry's size (full._seen)
+    loose: bool = False
 
     def location(self, output: int | None, row: int, col: int) -> Location:
         element = unravel(col, self.shape) if col >= 0 else None
