@@ -123,7 +123,9 @@ def full(problem: Problem, gen: Callable[[], torch.Generator], tol: ToleranceUse
     only because autograd gives it no gradient (and nothing asked before it) is confirmed by *confirm_alone(j)*: its
     own projection, the one the confirmation makes after its joint projection of every input (which leaves a term
     of 0 open always); where that passes it decides, and no other input is projected for it, else the whole
-    confirmation runs as before."""
+    confirmation runs as before. Not where an input before it is loose (found.loose: a quick stage accepted an entry
+    on a difference larger than the entry itself), which the whole confirmation covers; and a loose input after it
+    asks for the whole confirmation itself."""
     import torch
 
     made: list[torch.Generator] = []
