@@ -1558,7 +1558,7 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
         measure = own_rounding(problem, j, list(vs), given)  # (measured only where a projection would fail)
         if tiny:  # one element, scalar outputs: the same arithmetic in Python floats (see _scalar_preamble)
             u, analytic, rounding = _scalar_preamble(x, u, g)
-            mine, memo = _own_memo(memos, j, u, memo)
+            mine, memo = _own_memo(memos, j, u, memo, alone is not None)
             out = judge_along(phi_for(j, u, memo=mine), analytic, _projected(tol, u, vs), scale=1.0,
                               **rounding, precision="float64", own=partial(measure, u))
             gu = None
@@ -1584,7 +1584,7 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
                 u = u.div_(norm).mul_(sizes)  # u / |u| * sizes: u is ours
             gu = None if g is None else g * u
             analytic = 0.0 if gu is None else float(gu.sum())
-            mine, memo = _own_memo(memos, j, u, memo) if only is None else (memo, memo)
+            mine, memo = _own_memo(memos, j, u, memo, alone is not None) if only is None else (memo, memo)
             out = judge_along(phi_for(j, u, memo=mine), analytic, _projected(tol, u, vs), scale=1.0,
                               **_rounding(g, u, x_seen, gu), precision=str(x.dtype).removeprefix("torch."),
                               own=partial(measure, u))
@@ -1677,11 +1677,12 @@ def directional(problem: Problem, stream: E.Stream, tol: ToleranceUsed, info: In
 
 
 def _own_memo(memos: dict[int, tuple[torch.Tensor, dict[tuple[float, ...], Any]]] | None, j: int, u: torch.Tensor,
-              memo: dict[tuple[float, ...], Any] | None
+              memo: dict[tuple[float, ...], Any] | None, keep: bool
               ) -> tuple[dict[tuple[float, ...], Any] | None, dict[tuple[float, ...], Any] | None]:
     """The memo input j's own projection along *u* evaluates through, and *memo* after it (several outputs: the
     same one, which each output alone reads too): with *memos* (:func:`directional`), the one an earlier call of the
-    check filled along the same u, else a new one kept there; without, *memo*."""
+    check filled along the same u, else, with *keep* (the input's own check alone, *alone*), a new one kept there
+    (only such a check's outputs are kept for the check's life: they are the ones read again); else *memo*."""
     import torch
 
     if memos is None:
@@ -1689,9 +1690,11 @@ def _own_memo(memos: dict[int, tuple[torch.Tensor, dict[tuple[float, ...], Any]]
     entry = memos.get(j)
     if entry is not None and entry[0].shape == u.shape and bool(torch.equal(entry[0], u)):
         mine = entry[1]
-    else:
+    elif keep:
         mine = memo if memo is not None else {}
         memos[j] = (u.clone(), mine)
+    else:
+        return memo, memo
     return mine, (mine if memo is not None else None)
 
 
